@@ -1,0 +1,296 @@
+// Package loopevent defines the one attribute schema of a loop transition
+// event. The loop_detect processor writes it (as a span event, a synthetic
+// span's event, or a log record), and alert_sink, loopreplay and the tests
+// read it back, so every producer and consumer agrees on names and types.
+package loopevent
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// EventName is the name of the span event (and the log record event name)
+// that carries a transition.
+const EventName = "loopdetect.transition"
+
+// SyntheticSpanName names the zero-duration span that carries a timer-driven
+// transition (lease expiry, backstop) that has no tool span of its own.
+const SyntheticSpanName = "loopdetect.transition"
+
+// Attribute keys of a transition event. Every key lives under "loopdetect.".
+const (
+	AttrID                 = "loopdetect.event.id"
+	AttrSequence           = "loopdetect.sequence"
+	AttrSession            = "loopdetect.session"
+	AttrSessionSource      = "loopdetect.session.source"
+	AttrTraceID            = "loopdetect.trace_id"
+	AttrFrom               = "loopdetect.from"
+	AttrTo                 = "loopdetect.to"
+	AttrReason             = "loopdetect.reason"
+	AttrTrigger            = "loopdetect.trigger"
+	AttrPeriod             = "loopdetect.period"
+	AttrRepetitions        = "loopdetect.repetitions"
+	AttrWindow             = "loopdetect.window"
+	AttrCallIndex          = "loopdetect.call_index"
+	AttrCycleTools         = "loopdetect.cycle.tools"
+	AttrSignatures         = "loopdetect.evidence.signatures"
+	AttrFingerprint        = "loopdetect.evidence.fingerprint"
+	AttrFingerprintSource  = "loopdetect.evidence.fingerprint_source"
+	AttrConfidence         = "loopdetect.evidence.confidence"
+	AttrNormalizerVersion  = "loopdetect.normalizer.version"
+	AttrFingerprintVersion = "loopdetect.fingerprint.version"
+	AttrFirstLoopSpanID    = "loopdetect.loop.first_span_id"
+	AttrTriggerSpanID      = "loopdetect.trigger.span_id"
+	AttrDelayCalls         = "loopdetect.delay.calls"
+	AttrDelaySeconds       = "loopdetect.delay.seconds"
+	AttrKill               = "loopdetect.kill"
+	AttrDryRun             = "loopdetect.dry_run"
+	AttrExplanation        = "loopdetect.explanation"
+	AttrDecidedAt          = "loopdetect.decided_at"
+	AttrClient             = "loopdetect.client"
+	AttrAgentName          = "loopdetect.agent.name"
+	AttrTargetService      = "loopdetect.target.service.name"
+	AttrTargetInstance     = "loopdetect.target.service.instance.id"
+	AttrTargetPID          = "loopdetect.target.process.pid"
+	AttrTargetHost         = "loopdetect.target.host.name"
+	AttrSynthetic          = "loopdetect.synthetic"
+)
+
+// Event is one state transition of one agent session, in the form it
+// travels between components.
+type Event struct {
+	// ID is stable for (session, sequence), so a duplicate is recognisable.
+	ID string `json:"id"`
+	// Sequence counts the session's transitions from 1.
+	Sequence int64 `json:"seq"`
+	// Session is the session key the engine grouped the calls by.
+	Session string `json:"session"`
+	// SessionSource names what the session key was taken from.
+	SessionSource string `json:"session_source,omitempty"`
+	// TraceID is the hex trace id the event was emitted in.
+	TraceID string `json:"trace_id"`
+	// From is the state before the transition.
+	From string `json:"from"`
+	// To is the state after the transition.
+	To string `json:"to"`
+	// Reason is the reason code of the new state.
+	Reason string `json:"reason"`
+	// Trigger is "call" when a tool call caused it, "tick" when a timer did.
+	Trigger string `json:"trigger,omitempty"`
+	// Period is the length of the repeating cycle (0 when none).
+	Period int64 `json:"period"`
+	// Repetitions counts how often the cycle repeated.
+	Repetitions int64 `json:"repetitions"`
+	// Window is how many calls the decision looked at.
+	Window int64 `json:"window,omitempty"`
+	// CallIndex is the 1-based index of the triggering tool call in its
+	// session, in start-time order after deduplication.
+	CallIndex int64 `json:"call_index"`
+	// CycleTools names the tools of the cycle in order.
+	CycleTools []string `json:"cycle_tools,omitempty"`
+	// Signatures are keyed digests of the cycle's action signatures.
+	Signatures []string `json:"signatures,omitempty"`
+	// Fingerprint is the keyed digest of the progress fingerprint.
+	Fingerprint string `json:"fingerprint,omitempty"`
+	// FingerprintSource says where the fingerprint came from.
+	FingerprintSource string `json:"fingerprint_source,omitempty"`
+	// Confidence is "high", or "low" for name-only signatures.
+	Confidence string `json:"confidence,omitempty"`
+	// NormalizerVersion is the version of the argument normalizer.
+	NormalizerVersion string `json:"normalizer_version,omitempty"`
+	// FingerprintVersion is the version of the fingerprint definition.
+	FingerprintVersion string `json:"fingerprint_version,omitempty"`
+	// FirstLoopSpanID is the hex span id of the loop's first call.
+	FirstLoopSpanID string `json:"first_loop_span_id,omitempty"`
+	// SpanID is the hex span id of the triggering call.
+	SpanID string `json:"span_id"`
+	// DelayCalls counts calls from the loop's start to its detection.
+	DelayCalls int64 `json:"delay_calls,omitempty"`
+	// DelaySeconds is the time from the loop's start to its detection.
+	DelaySeconds float64 `json:"delay_seconds,omitempty"`
+	// Kill is true when the transition asks the supervisor to stop the agent.
+	Kill bool `json:"kill"`
+	// DryRun is true when a kill was decided but only marked.
+	DryRun bool `json:"dry_run,omitempty"`
+	// Explanation is the human text, e.g. "loop detected: same tool call x5 of last 10".
+	Explanation string `json:"explanation"`
+	// DecidedAt is when the engine decided.
+	DecidedAt time.Time `json:"decided_at"`
+	// Client names the recognised client shape (e.g. "genai_semconv").
+	Client string `json:"client,omitempty"`
+	// Agent is the agent name, when known.
+	Agent string `json:"agent,omitempty"`
+	// Target identifies the process a kill must reach.
+	Target Target `json:"target"`
+}
+
+// Target identifies the agent process a kill request is for.
+type Target struct {
+	// ServiceName is the resource's service.name.
+	ServiceName string `json:"service_name,omitempty"`
+	// ServiceInstanceID is the resource's service.instance.id.
+	ServiceInstanceID string `json:"service_instance_id,omitempty"`
+	// PID is the resource's process.pid (0 when unknown).
+	PID int64 `json:"pid,omitempty"`
+	// HostName is the resource's host.name.
+	HostName string `json:"host_name,omitempty"`
+}
+
+// ID derives the stable event id of a session's n-th transition.
+func ID(sessionDigest uint64, seq int64) string {
+	return "ld_" + strconv.FormatUint(sessionDigest, 16) + "_" + strconv.FormatInt(seq, 10)
+}
+
+// CopyTo writes the event as attributes into m.
+func (e *Event) CopyTo(m pcommon.Map) {
+	m.EnsureCapacity(m.Len() + 36)
+	m.PutStr(AttrID, e.ID)
+	m.PutInt(AttrSequence, e.Sequence)
+	m.PutStr(AttrSession, e.Session)
+	putNonEmpty(m, AttrSessionSource, e.SessionSource)
+	m.PutStr(AttrTraceID, e.TraceID)
+	m.PutStr(AttrFrom, e.From)
+	m.PutStr(AttrTo, e.To)
+	m.PutStr(AttrReason, e.Reason)
+	putNonEmpty(m, AttrTrigger, e.Trigger)
+	m.PutInt(AttrPeriod, e.Period)
+	m.PutInt(AttrRepetitions, e.Repetitions)
+	m.PutInt(AttrWindow, e.Window)
+	m.PutInt(AttrCallIndex, e.CallIndex)
+	putSlice(m, AttrCycleTools, e.CycleTools)
+	putSlice(m, AttrSignatures, e.Signatures)
+	putNonEmpty(m, AttrFingerprint, e.Fingerprint)
+	putNonEmpty(m, AttrFingerprintSource, e.FingerprintSource)
+	putNonEmpty(m, AttrConfidence, e.Confidence)
+	putNonEmpty(m, AttrNormalizerVersion, e.NormalizerVersion)
+	putNonEmpty(m, AttrFingerprintVersion, e.FingerprintVersion)
+	putNonEmpty(m, AttrFirstLoopSpanID, e.FirstLoopSpanID)
+	m.PutStr(AttrTriggerSpanID, e.SpanID)
+	m.PutInt(AttrDelayCalls, e.DelayCalls)
+	m.PutDouble(AttrDelaySeconds, e.DelaySeconds)
+	m.PutBool(AttrKill, e.Kill)
+	m.PutBool(AttrDryRun, e.DryRun)
+	m.PutStr(AttrExplanation, e.Explanation)
+	m.PutStr(AttrDecidedAt, e.DecidedAt.UTC().Format(time.RFC3339Nano))
+	putNonEmpty(m, AttrClient, e.Client)
+	putNonEmpty(m, AttrAgentName, e.Agent)
+	putNonEmpty(m, AttrTargetService, e.Target.ServiceName)
+	putNonEmpty(m, AttrTargetInstance, e.Target.ServiceInstanceID)
+	if e.Target.PID != 0 {
+		m.PutInt(AttrTargetPID, e.Target.PID)
+	}
+	putNonEmpty(m, AttrTargetHost, e.Target.HostName)
+}
+
+func putNonEmpty(m pcommon.Map, k, v string) {
+	if v != "" {
+		m.PutStr(k, v)
+	}
+}
+
+func putSlice(m pcommon.Map, k string, vs []string) {
+	if len(vs) == 0 {
+		return
+	}
+	s := m.PutEmptySlice(k)
+	s.EnsureCapacity(len(vs))
+	for _, v := range vs {
+		s.AppendEmpty().SetStr(v)
+	}
+}
+
+// ErrNotTransition reports attributes that do not hold a transition event.
+var ErrNotTransition = errors.New("loopevent: attributes hold no transition event")
+
+// FromAttributes reads an event back from attributes written by CopyTo.
+// Strings are copied, so the result keeps no reference into pdata.
+func FromAttributes(m pcommon.Map) (Event, error) {
+	var e Event
+	if _, ok := m.Get(AttrTo); !ok {
+		return e, ErrNotTransition
+	}
+	str := func(k string) string {
+		if v, ok := m.Get(k); ok {
+			return v.AsString()
+		}
+		return ""
+	}
+	num := func(k string) int64 {
+		if v, ok := m.Get(k); ok {
+			switch v.Type() {
+			case pcommon.ValueTypeInt:
+				return v.Int()
+			case pcommon.ValueTypeDouble:
+				return int64(v.Double())
+			case pcommon.ValueTypeStr:
+				n, _ := strconv.ParseInt(v.Str(), 10, 64)
+				return n
+			}
+		}
+		return 0
+	}
+	slice := func(k string) []string {
+		v, ok := m.Get(k)
+		if !ok || v.Type() != pcommon.ValueTypeSlice {
+			return nil
+		}
+		out := make([]string, 0, v.Slice().Len())
+		for i := 0; i < v.Slice().Len(); i++ {
+			out = append(out, v.Slice().At(i).AsString())
+		}
+		return out
+	}
+	e.ID = str(AttrID)
+	e.Sequence = num(AttrSequence)
+	e.Session = str(AttrSession)
+	e.SessionSource = str(AttrSessionSource)
+	e.TraceID = str(AttrTraceID)
+	e.From = str(AttrFrom)
+	e.To = str(AttrTo)
+	e.Reason = str(AttrReason)
+	e.Trigger = str(AttrTrigger)
+	e.Period = num(AttrPeriod)
+	e.Repetitions = num(AttrRepetitions)
+	e.Window = num(AttrWindow)
+	e.CallIndex = num(AttrCallIndex)
+	e.CycleTools = slice(AttrCycleTools)
+	e.Signatures = slice(AttrSignatures)
+	e.Fingerprint = str(AttrFingerprint)
+	e.FingerprintSource = str(AttrFingerprintSource)
+	e.Confidence = str(AttrConfidence)
+	e.NormalizerVersion = str(AttrNormalizerVersion)
+	e.FingerprintVersion = str(AttrFingerprintVersion)
+	e.FirstLoopSpanID = str(AttrFirstLoopSpanID)
+	e.SpanID = str(AttrTriggerSpanID)
+	e.DelayCalls = num(AttrDelayCalls)
+	if v, ok := m.Get(AttrDelaySeconds); ok {
+		e.DelaySeconds = v.Double()
+	}
+	if v, ok := m.Get(AttrKill); ok {
+		e.Kill = v.Bool()
+	}
+	if v, ok := m.Get(AttrDryRun); ok {
+		e.DryRun = v.Bool()
+	}
+	e.Explanation = str(AttrExplanation)
+	if s := str(AttrDecidedAt); s != "" {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return e, fmt.Errorf("loopevent: %s: %w", AttrDecidedAt, err)
+		}
+		e.DecidedAt = t
+	}
+	e.Client = str(AttrClient)
+	e.Agent = str(AttrAgentName)
+	e.Target = Target{
+		ServiceName:       str(AttrTargetService),
+		ServiceInstanceID: str(AttrTargetInstance),
+		PID:               num(AttrTargetPID),
+		HostName:          str(AttrTargetHost),
+	}
+	return e, nil
+}
