@@ -1,0 +1,443 @@
+package alertsink // import "github.com/otelcol-loop/otelcol-loop/exporter/alertsink"
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-loop/otelcol-loop/exporter/alertsink/internal/alert"
+	"github.com/otelcol-loop/otelcol-loop/exporter/alertsink/internal/metadata"
+	"github.com/otelcol-loop/otelcol-loop/exporter/alertsink/internal/signer"
+)
+
+// userAgent is sent with every webhook.
+const userAgent = "otelcol-loop-alertsink/1"
+
+// maxResponseBody bounds how much of a reply is read (and discarded).
+const maxResponseBody = 64 << 10
+
+// Outcome labels of otelcol_alertsink_webhook_requests.
+const (
+	resultDelivered = "delivered"
+	resultRetry     = "retry"
+	resultRejected  = "rejected"
+	resultDisabled  = "disabled"
+)
+
+// destination is one webhook receiver at run time.
+type destination struct {
+	name     string
+	cfg      *DestinationConfig
+	keys     [][]byte
+	client   *http.Client
+	disabled atomic.Bool
+}
+
+// alertSink holds what the traces and logs exporters share: the policy that
+// turns events into records, and the destinations that records go to.
+type alertSink struct {
+	cfg       *Config
+	set       component.TelemetrySettings
+	logger    *zap.Logger
+	telemetry *metadata.TelemetryBuilder
+	policy    alert.Policy
+	dests     map[string]*destination
+	now       func() time.Time
+}
+
+func newAlertSink(cfg *Config, set exporter.Settings) (*alertSink, error) {
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	s := &alertSink{
+		cfg:       cfg,
+		set:       set.TelemetrySettings,
+		logger:    set.Logger,
+		telemetry: tb,
+		dests:     map[string]*destination{},
+		now:       time.Now,
+		policy: alert.Policy{
+			Kill:    cfg.Kill.Endpoint != "",
+			KillTTL: cfg.Kill.TTL,
+			Alerts:  cfg.Alerts.Endpoint != "",
+			States:  toSet(cfg.Alerts.States),
+			Reasons: toSet(cfg.Alerts.Reasons),
+		},
+	}
+	if s.policy.KillTTL <= 0 {
+		s.policy.KillTTL = 60 * time.Second
+	}
+	return s, nil
+}
+
+func toSet(xs []string) map[string]bool {
+	if len(xs) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(xs))
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
+
+func (s *alertSink) start(ctx context.Context, host component.Host) error {
+	add := func(name string, dc *DestinationConfig) error {
+		if dc.Endpoint == "" {
+			return nil
+		}
+		d := &destination{name: name, cfg: dc}
+		for i, sec := range dc.Secrets {
+			k, err := signer.ParseSecret(string(sec))
+			if err != nil {
+				return fmt.Errorf("%s.secrets[%d]: %w", name, i, err)
+			}
+			d.keys = append(d.keys, k)
+		}
+		client, err := dc.ToClient(ctx, host.GetExtensions(), s.set)
+		if err != nil {
+			return fmt.Errorf("%s: creating HTTP client: %w", name, err)
+		}
+		// A webhook is never re-sent to another place: a redirect is an
+		// answer, counted and not followed.
+		client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		d.client = client
+		s.dests[name] = d
+		return nil
+	}
+	if err := add(alert.DestKill, &s.cfg.Kill.DestinationConfig); err != nil {
+		return err
+	}
+	if err := add(alert.DestAlerts, &s.cfg.Alerts.DestinationConfig); err != nil {
+		return err
+	}
+	if s.cfg.Kill.Endpoint == "" {
+		s.logger.Warn("alert_sink: kill.endpoint is not set; kill requests are not delivered to any supervisor")
+	}
+	return nil
+}
+
+func (s *alertSink) shutdown(context.Context) error {
+	for _, d := range s.dests {
+		if d.client != nil {
+			d.client.CloseIdleConnections()
+		}
+	}
+	if s.telemetry != nil {
+		s.telemetry.Shutdown()
+	}
+	return nil
+}
+
+// toRecords converts extracted events into records, counting what does not
+// become a record. It runs before the queue.
+func (s *alertSink) toRecords(ctx context.Context, x alert.Extracted, signal string) []alert.Record {
+	if x.Invalid > 0 {
+		s.telemetry.AlertsinkEventsInvalid.Add(ctx, int64(x.Invalid), metric.WithAttributes(attribute.String("signal", signal)))
+		s.logger.Debug("alert_sink: dropped undecodable transition events", zap.Int("count", x.Invalid), zap.String("signal", signal))
+	}
+	var recs []alert.Record
+	now := s.now()
+	for i := range x.Events {
+		ev := &x.Events[i]
+		rs, out, err := s.policy.Records(ev, now)
+		if err != nil {
+			s.telemetry.AlertsinkEventsInvalid.Add(ctx, 1, metric.WithAttributes(attribute.String("signal", signal)))
+			s.logger.Debug("alert_sink: dropped transition event", zap.Error(err))
+			continue
+		}
+		if out.Filtered {
+			s.telemetry.AlertsinkEventsFiltered.Add(ctx, 1)
+		}
+		if out.Expired {
+			s.expired(ctx, ev.ID)
+		}
+		recs = append(recs, rs...)
+	}
+	return recs
+}
+
+func (s *alertSink) expired(ctx context.Context, eventID string) {
+	s.telemetry.AlertsinkKillsExpired.Add(ctx, 1)
+	s.telemetry.AlertsinkRecordsDropped.Add(ctx, 1, metric.WithAttributes(
+		attribute.String("destination", alert.DestKill), attribute.String("reason", "expired")))
+	s.logger.Warn("alert_sink: kill request expired before delivery; dropped", zap.String("event_id", eventID))
+}
+
+// pushTraces delivers the records of a traces carrier (the queue's items).
+func (s *alertSink) pushTraces(ctx context.Context, td ptrace.Traces) error {
+	var recs []alert.Record
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		sss := rss.At(i).ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				r, err := alert.FromMap(spans.At(k).Attributes())
+				if err != nil {
+					s.logger.Debug("alert_sink: skipping queued item", zap.Error(err))
+					continue
+				}
+				recs = append(recs, r)
+			}
+		}
+	}
+	failed, err := s.deliverAll(ctx, recs)
+	if err != nil {
+		return consumererror.NewTraces(err, alert.TracesCarrier(failed))
+	}
+	return nil
+}
+
+// pushLogs delivers the records of a logs carrier (the queue's items).
+func (s *alertSink) pushLogs(ctx context.Context, ld plog.Logs) error {
+	var recs []alert.Record
+	rls := ld.ResourceLogs()
+	for i := 0; i < rls.Len(); i++ {
+		sls := rls.At(i).ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			lrs := sls.At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				r, err := alert.FromMap(lrs.At(k).Attributes())
+				if err != nil {
+					s.logger.Debug("alert_sink: skipping queued item", zap.Error(err))
+					continue
+				}
+				recs = append(recs, r)
+			}
+		}
+	}
+	failed, err := s.deliverAll(ctx, recs)
+	if err != nil {
+		return consumererror.NewLogs(err, alert.LogsCarrier(failed))
+	}
+	return nil
+}
+
+// deliverAll sends every record once. It returns the records that should be
+// retried and an error describing why (nil when none); delivered, rejected,
+// expired and disabled records are done. When a receiver asked for a delay
+// (Retry-After), the error carries the longest one.
+func (s *alertSink) deliverAll(ctx context.Context, recs []alert.Record) ([]alert.Record, error) {
+	var failed []alert.Record
+	var errs []error
+	var wait time.Duration
+	for i := range recs {
+		err := s.deliver(ctx, &recs[i])
+		if err == nil {
+			continue
+		}
+		failed = append(failed, recs[i])
+		errs = append(errs, err)
+		var re *retryableError
+		if errors.As(err, &re) && re.after > wait {
+			wait = re.after
+		}
+	}
+	if len(errs) == 0 {
+		return nil, nil
+	}
+	err := errors.Join(errs...)
+	if wait > 0 {
+		err = exporterhelper.NewThrottleRetry(err, wait)
+	}
+	return failed, err
+}
+
+// retryableError is a delivery failure worth another attempt. Its text names
+// the destination, webhook-id and outcome, never the URL or a secret.
+type retryableError struct {
+	dest, id, code string
+	after          time.Duration
+}
+
+func (e *retryableError) Error() string {
+	msg := "alert_sink: " + e.dest + " webhook " + e.id + ": " + e.code
+	if e.after > 0 {
+		msg += " (retry after " + e.after.String() + ")"
+	}
+	return msg
+}
+
+func (s *alertSink) count(ctx context.Context, dest, code, result string) {
+	s.telemetry.AlertsinkWebhookRequests.Add(ctx, 1, metric.WithAttributes(
+		attribute.String("destination", dest), attribute.String("code", code), attribute.String("result", result)))
+}
+
+func (s *alertSink) dropped(ctx context.Context, dest, reason string) {
+	s.telemetry.AlertsinkRecordsDropped.Add(ctx, 1, metric.WithAttributes(
+		attribute.String("destination", dest), attribute.String("reason", reason)))
+}
+
+// deliver makes one attempt for one record. nil means the record is done
+// with (delivered or dropped for good); a *retryableError means try again.
+func (s *alertSink) deliver(ctx context.Context, r *alert.Record) error {
+	d := s.dests[r.Dest]
+	if d == nil {
+		// Queued under a configuration that had this destination.
+		s.dropped(ctx, r.Dest, "disabled")
+		s.logger.Warn("alert_sink: destination no longer configured; record dropped",
+			zap.String("destination", r.Dest), zap.String("webhook_id", r.WebhookID))
+		return nil
+	}
+	if d.disabled.Load() {
+		s.dropped(ctx, r.Dest, "disabled")
+		return nil
+	}
+	now := s.now()
+	if r.Expired(now) {
+		s.expired(ctx, r.EventID)
+		return nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.cfg.Endpoint, bytes.NewReader(r.Body))
+	if err != nil {
+		// Validated at start; cannot happen short of memory corruption.
+		s.dropped(ctx, r.Dest, "rejected")
+		return nil
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", userAgent)
+	req.Header.Set(signer.HeaderID, r.WebhookID)
+	ts := now.Unix()
+	req.Header.Set(signer.HeaderTimestamp, strconv.FormatInt(ts, 10))
+	if len(d.keys) > 0 {
+		req.Header.Set(signer.HeaderSignature, signer.Sign(d.keys, r.WebhookID, ts, r.Body))
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		code := classifyTransportError(ctx, err)
+		s.count(ctx, r.Dest, code, resultRetry)
+		return &retryableError{dest: r.Dest, id: r.WebhookID, code: code}
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBody))
+	_ = resp.Body.Close()
+	code := strconv.Itoa(resp.StatusCode)
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		s.count(ctx, r.Dest, code, resultDelivered)
+		s.logger.Debug("alert_sink: webhook delivered", zap.String("destination", r.Dest),
+			zap.String("webhook_id", r.WebhookID), zap.Int("status", resp.StatusCode))
+		return nil
+	case resp.StatusCode == http.StatusGone:
+		s.count(ctx, r.Dest, code, resultDisabled)
+		s.dropped(ctx, r.Dest, "disabled")
+		if d.disabled.CompareAndSwap(false, true) {
+			s.telemetry.AlertsinkEndpointsDisabled.Add(ctx, 1, metric.WithAttributes(attribute.String("destination", r.Dest)))
+			s.logger.Error("alert_sink: receiver answered 410 Gone; destination disabled until restart, its records are dropped",
+				zap.String("destination", r.Dest), zap.String("webhook_id", r.WebhookID))
+		}
+		return nil
+	case retryableStatus(resp.StatusCode):
+		after := retryAfter(resp.Header.Get("Retry-After"), now)
+		s.count(ctx, r.Dest, code, resultRetry)
+		return &retryableError{dest: r.Dest, id: r.WebhookID, code: "HTTP " + code, after: after}
+	default:
+		s.count(ctx, r.Dest, code, resultRejected)
+		s.dropped(ctx, r.Dest, "rejected")
+		s.logger.Error("alert_sink: receiver rejected webhook; not retried",
+			zap.String("destination", r.Dest), zap.String("webhook_id", r.WebhookID),
+			zap.String("type", r.Type), zap.Int("status", resp.StatusCode))
+		return nil
+	}
+}
+
+// retryableStatus reports the statuses worth another attempt.
+func retryableStatus(code int) bool {
+	switch code {
+	case http.StatusRequestTimeout, http.StatusTooEarly, http.StatusTooManyRequests:
+		return true
+	}
+	return code >= 500 && code <= 599
+}
+
+// maxRetryAfter bounds a receiver's Retry-After; exporterhelper's
+// max_elapsed_time still applies on top.
+const maxRetryAfter = time.Hour
+
+// retryAfter parses a Retry-After value: delay-seconds or an HTTP-date.
+func retryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		if n > int64(maxRetryAfter/time.Second) {
+			return maxRetryAfter
+		}
+		d = time.Duration(n) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	if d < 0 {
+		return 0
+	}
+	return min(d, maxRetryAfter)
+}
+
+// classifyTransportError names a failed round trip without quoting the URL.
+func classifyTransportError(ctx context.Context, err error) string {
+	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+		return "timeout"
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return "timeout"
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Timeout() {
+		return "timeout"
+	}
+	return "connection_error"
+}
+
+// tracesExporter converts incoming traces into a compact carrier of alert
+// records before handing them to the exporterhelper queue.
+type tracesExporter struct {
+	exporter.Traces
+	sink *alertSink
+}
+
+func (e *tracesExporter) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	recs := e.sink.toRecords(ctx, alert.ExtractTraces(td), "traces")
+	if len(recs) == 0 {
+		return nil
+	}
+	return e.Traces.ConsumeTraces(ctx, alert.TracesCarrier(recs))
+}
+
+// logsExporter is the logs counterpart of tracesExporter.
+type logsExporter struct {
+	exporter.Logs
+	sink *alertSink
+}
+
+func (e *logsExporter) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	recs := e.sink.toRecords(ctx, alert.ExtractLogs(ld), "logs")
+	if len(recs) == 0 {
+		return nil
+	}
+	return e.Logs.ConsumeLogs(ctx, alert.LogsCarrier(recs))
+}
+

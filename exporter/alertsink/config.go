@@ -1,0 +1,205 @@
+package alertsink // import "github.com/otelcol-loop/otelcol-loop/exporter/alertsink"
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/configopaque"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+
+	"github.com/otelcol-loop/otelcol-loop/exporter/alertsink/internal/signer"
+)
+
+// States a transition can lead to; alerts.states accepts only these.
+var knownStates = []string{"working", "retrying", "waiting", "stuck", "uncertain"}
+
+// MaxSecrets is how many signing secrets a destination may hold at once:
+// the current one and, during rotation, the next.
+const MaxSecrets = 2
+
+// Config defines the configuration of the alert_sink exporter.
+type Config struct {
+	// TimeoutConfig is the time allowed for one webhook attempt (key
+	// `timeout`, default 5s).
+	TimeoutConfig exporterhelper.TimeoutConfig `mapstructure:",squash"`
+
+	// QueueConfig is the sending queue (key `sending_queue`, default on,
+	// in memory, 1000 requests, 10 consumers). Set `sending_queue.storage`
+	// to a file_storage extension to keep undelivered records across
+	// restarts. The queue holds compact alert records, never whole traces.
+	QueueConfig configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
+
+	// RetryConfig is the retry policy for retryable outcomes (408, 425, 429,
+	// 5xx, timeouts, connection errors) (key `retry_on_failure`, default on:
+	// 5s initial interval, 30s max interval, 300s max elapsed time). A
+	// Retry-After header raises the next delay to the value it asks for.
+	RetryConfig configretry.BackOffConfig `mapstructure:"retry_on_failure"`
+
+	// Kill is the destination of kill requests, normally the agent
+	// supervisor (key `kill`, default: no endpoint).
+	Kill KillConfig `mapstructure:"kill"`
+
+	// Alerts is the optional destination of state-transition alerts (key
+	// `alerts`, default: no endpoint).
+	Alerts AlertsConfig `mapstructure:"alerts"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// DestinationConfig is one webhook receiver.
+type DestinationConfig struct {
+	// ClientConfig holds endpoint, TLS, headers, proxy and the other HTTP
+	// client settings (keys `endpoint`, `tls`, `headers`, …; default: no
+	// endpoint, which disables the destination). The endpoint must be
+	// https://, or http:// to a loopback address.
+	confighttp.ClientConfig `mapstructure:",squash"`
+
+	// Secrets are the Standard Webhooks signing secrets, each
+	// "whsec_<base64 key>" (key `secrets`, default: none). With two, every
+	// request carries two signatures, for key rotation. Required for the
+	// kill destination.
+	Secrets []configopaque.String `mapstructure:"secrets"`
+}
+
+// KillConfig is the destination of kill requests.
+type KillConfig struct {
+	DestinationConfig `mapstructure:",squash"`
+
+	// TTL is how long a kill request stays valid after the processor
+	// decided it; expires_at = decided_at + ttl, and a kill still
+	// undelivered at expires_at is dropped and counted (key `kill.ttl`,
+	// default 60s).
+	TTL time.Duration `mapstructure:"ttl"`
+}
+
+// AlertsConfig is the destination of state alerts.
+type AlertsConfig struct {
+	DestinationConfig `mapstructure:",squash"`
+
+	// States lists the target states (working, retrying, waiting, stuck,
+	// uncertain) whose transitions are sent (key `alerts.states`, default:
+	// empty, meaning all).
+	States []string `mapstructure:"states"`
+
+	// Reasons lists the reason codes whose transitions are sent (key
+	// `alerts.reasons`, default: empty, meaning all).
+	Reasons []string `mapstructure:"reasons"`
+}
+
+var _ component.Config = (*Config)(nil)
+
+func createDefaultConfig() component.Config {
+	q := exporterhelper.NewDefaultQueueConfig()
+	return &Config{
+		TimeoutConfig: exporterhelper.NewDefaultTimeoutConfig(),
+		QueueConfig:   configoptional.Some(q),
+		RetryConfig:   configretry.NewDefaultBackOffConfig(),
+		Kill: KillConfig{
+			DestinationConfig: DestinationConfig{ClientConfig: confighttp.NewDefaultClientConfig()},
+			TTL:               60 * time.Second,
+		},
+		Alerts: AlertsConfig{
+			DestinationConfig: DestinationConfig{ClientConfig: confighttp.NewDefaultClientConfig()},
+		},
+	}
+}
+
+// Validate checks the configuration. Errors name the YAML key and never
+// contain a secret.
+func (cfg *Config) Validate() error {
+	var errs []error
+	if cfg.Kill.Endpoint == "" && cfg.Alerts.Endpoint == "" {
+		errs = append(errs, errors.New("kill.endpoint: at least one of kill.endpoint and alerts.endpoint must be set"))
+	}
+	if cfg.Kill.Endpoint != "" {
+		errs = append(errs, cfg.Kill.validate("kill", true))
+	}
+	if cfg.Alerts.Endpoint != "" {
+		errs = append(errs, cfg.Alerts.validate("alerts", false))
+	}
+	if cfg.Kill.TTL <= 0 {
+		errs = append(errs, fmt.Errorf("kill.ttl: must be positive, got %s", cfg.Kill.TTL))
+	}
+	for i, s := range cfg.Alerts.States {
+		if !isKnownState(s) {
+			errs = append(errs, fmt.Errorf("alerts.states[%d]: unknown state %q (want one of %s)", i, s, strings.Join(knownStates, ", ")))
+		}
+	}
+	for i, r := range cfg.Alerts.Reasons {
+		if strings.TrimSpace(r) == "" {
+			errs = append(errs, fmt.Errorf("alerts.reasons[%d]: must not be empty", i))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func isKnownState(s string) bool {
+	for _, k := range knownStates {
+		if s == k {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *DestinationConfig) validate(key string, secretRequired bool) error {
+	var errs []error
+	if err := checkEndpoint(d.Endpoint); err != nil {
+		errs = append(errs, fmt.Errorf("%s.endpoint: %w", key, err))
+	}
+	if secretRequired && len(d.Secrets) == 0 {
+		errs = append(errs, fmt.Errorf("%s.secrets: at least one signing secret is required", key))
+	}
+	if len(d.Secrets) > MaxSecrets {
+		errs = append(errs, fmt.Errorf("%s.secrets: at most %d secrets (current and next during rotation), got %d", key, MaxSecrets, len(d.Secrets)))
+	}
+	for i, s := range d.Secrets {
+		if _, err := signer.ParseSecret(string(s)); err != nil {
+			errs = append(errs, fmt.Errorf("%s.secrets[%d]: %w", key, i, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkEndpoint accepts https URLs, and http URLs whose host is a loopback
+// address or "localhost".
+func checkEndpoint(endpoint string) error {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return fmt.Errorf("not a URL: %w", err)
+	}
+	if u.Host == "" {
+		return errors.New("must be an absolute http(s) URL with a host")
+	}
+	if u.User != nil {
+		return errors.New("must not carry credentials in the URL; use headers")
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		if isLoopbackHost(u.Hostname()) {
+			return nil
+		}
+		return fmt.Errorf("plain http is allowed only to a loopback address (127.0.0.0/8, ::1, localhost), got host %q; use https", u.Hostname())
+	default:
+		return fmt.Errorf("scheme must be https (or http to loopback), got %q", u.Scheme)
+	}
+}
+
+func isLoopbackHost(h string) bool {
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}

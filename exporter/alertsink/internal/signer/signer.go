@@ -1,0 +1,78 @@
+// Package signer implements the Standard Webhooks v1 signature
+// (https://www.standardwebhooks.com): HMAC-SHA256 over
+// "<webhook-id>.<webhook-timestamp>.<body>", base64-encoded and prefixed
+// with "v1,". Several secrets (key rotation) give several space-separated
+// signatures.
+package signer // import "github.com/otelcol-loop/otelcol-loop/exporter/alertsink/internal/signer"
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// SecretPrefix starts every Standard Webhooks secret; the rest is the
+// base64 encoding of the key.
+const SecretPrefix = "whsec_"
+
+// Header names of the Standard Webhooks specification.
+const (
+	HeaderID        = "webhook-id"
+	HeaderTimestamp = "webhook-timestamp"
+	HeaderSignature = "webhook-signature"
+)
+
+// MinKeyBytes and MaxKeyBytes bound the decoded key length (the
+// specification asks for 24..64 random bytes).
+const (
+	MinKeyBytes = 24
+	MaxKeyBytes = 64
+)
+
+// ErrSecretFormat reports a secret that is not "whsec_<base64>". The error
+// never contains the secret.
+var ErrSecretFormat = errors.New("secret must be \"whsec_\" followed by the base64 encoding of 24 to 64 random bytes")
+
+// ParseSecret decodes a "whsec_<base64>" secret into its key.
+func ParseSecret(s string) ([]byte, error) {
+	rest, ok := strings.CutPrefix(s, SecretPrefix)
+	if !ok {
+		return nil, ErrSecretFormat
+	}
+	key, err := base64.StdEncoding.DecodeString(rest)
+	if err != nil {
+		return nil, ErrSecretFormat
+	}
+	if len(key) < MinKeyBytes || len(key) > MaxKeyBytes {
+		return nil, ErrSecretFormat
+	}
+	return key, nil
+}
+
+// Sign returns the webhook-signature header value for the message: one
+// "v1,<base64>" per key, space-separated, in key order.
+func Sign(keys [][]byte, id string, timestamp int64, body []byte) string {
+	ts := strconv.FormatInt(timestamp, 10)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString("v1,")
+		b.WriteString(base64.StdEncoding.EncodeToString(mac(k, id, ts, body)))
+	}
+	return b.String()
+}
+
+func mac(key []byte, id, ts string, body []byte) []byte {
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(id))
+	h.Write([]byte{'.'})
+	h.Write([]byte(ts))
+	h.Write([]byte{'.'})
+	h.Write(body)
+	return h.Sum(nil)
+}

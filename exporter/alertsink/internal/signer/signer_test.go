@@ -1,0 +1,40 @@
+package signer
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The published Standard Webhooks known-answer vector.
+func TestKnownAnswer(t *testing.T) {
+	key, err := ParseSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	require.NoError(t, err)
+	got := Sign([][]byte{key}, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, []byte(`{"test": 2432232314}`))
+	assert.Equal(t, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=", got)
+}
+
+func TestTwoSecrets(t *testing.T) {
+	k1, err := ParseSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	require.NoError(t, err)
+	k2, err := ParseSecret("whsec_" + strings.Repeat("QUJD", 10))
+	require.NoError(t, err)
+	got := Sign([][]byte{k1, k2}, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, []byte(`{"test": 2432232314}`))
+	parts := strings.Split(got, " ")
+	require.Len(t, parts, 2)
+	assert.Equal(t, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=", parts[0])
+	assert.True(t, strings.HasPrefix(parts[1], "v1,"))
+	assert.NotEqual(t, parts[0], parts[1])
+}
+
+func TestParseSecretErrorsDoNotLeak(t *testing.T) {
+	for _, s := range []string{"", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_!!!notbase64", "whsec_QUJD"} {
+		_, err := ParseSecret(s)
+		require.Error(t, err)
+		if s != "" {
+			assert.NotContains(t, err.Error(), s)
+		}
+	}
+}
