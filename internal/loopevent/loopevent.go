@@ -140,11 +140,6 @@ type Target struct {
 	HostName string `json:"host_name,omitempty"`
 }
 
-// ID derives the stable event id of a session's n-th transition.
-func ID(sessionDigest uint64, seq int64) string {
-	return "ld_" + strconv.FormatUint(sessionDigest, 16) + "_" + strconv.FormatInt(seq, 10)
-}
-
 // CopyTo writes the event as attributes into m.
 func (e *Event) CopyTo(m pcommon.Map) {
 	m.EnsureCapacity(m.Len() + 36)

@@ -1,0 +1,484 @@
+package engine
+
+import (
+	"errors"
+	"strings"
+	"unsafe"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// Digest is a fixed-size, non-cryptographic digest of canonical content. It
+// never leaves the process unkeyed: see Keyer for the form that does.
+type Digest uint64
+
+// Hash type tags keep values of different JSON types apart ("1" vs 1).
+const (
+	tagString  = 0x9e3779b97f4a7c15
+	tagNumber  = 0xc2b2ae3d27d4eb4f
+	tagObject  = 0x165667b19e3779f9
+	tagArray   = 0x27d4eb2f165667c5
+	tagTrue    = 0x85ebca77c2b2ae63
+	tagFalse   = 0xff51afd7ed558ccd
+	tagNull    = 0xc4ceb9fe1a85ec53
+	tagOpaque  = 0x94d049bb133111eb
+	tagMember  = 0xbf58476d1ce4e5b9
+	maxDepth   = 64
+	primeArray = 0x100000001b3
+)
+
+// mix is the splitmix64 finalizer: cheap, and good enough to combine
+// member hashes for in-memory keys.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+var errSyntax = errors.New("malformed JSON")
+
+// keySet matches object keys regardless of case, '_' and '-', so that
+// request_id, requestId and Request-ID are one key; a trailing '*' in a
+// configured key matches a prefix.
+type keySet struct {
+	exact    map[string]struct{}
+	prefixes []string
+}
+
+func normalizeKey(dst []byte, key string) []byte {
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		switch {
+		case c == '_' || c == '-' || c == '.':
+			continue
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+func newKeySet(keys []string) *keySet {
+	ks := &keySet{exact: make(map[string]struct{}, len(keys))}
+	for _, k := range keys {
+		if p, ok := strings.CutSuffix(k, "*"); ok {
+			ks.prefixes = append(ks.prefixes, string(normalizeKey(nil, p)))
+			continue
+		}
+		ks.exact[string(normalizeKey(nil, k))] = struct{}{}
+	}
+	return ks
+}
+
+func (ks *keySet) match(key string) bool {
+	if ks == nil || len(key) > 64 {
+		return false
+	}
+	var buf [64]byte
+	n := normalizeKey(buf[:0], key)
+	if _, ok := ks.exact[string(n)]; ok {
+		return true
+	}
+	for _, p := range ks.prefixes {
+		if len(n) >= len(p) && string(n[:len(p)]) == p {
+			return true
+		}
+	}
+	return false
+}
+
+// terminalMatcher recognises a finished async result: a status-like key
+// whose string value names a final state.
+type terminalMatcher struct {
+	keys   *keySet
+	values []string
+}
+
+// canonHasher hashes one JSON document in a single pass into a digest that
+// ignores key order, member nulls, surrounding whitespace of strings and the
+// denylisted keys at any depth. Objects combine member hashes with a sum, so
+// no keys are sorted and nothing is allocated.
+type canonHasher struct {
+	s        string
+	pos      int
+	deny     *keySet
+	terminal *terminalMatcher
+	// foundTerminal is set when a status key within the first three levels
+	// holds a final state.
+	foundTerminal bool
+	scratch       []byte
+}
+
+func (h *canonHasher) skipWS() {
+	for h.pos < len(h.s) {
+		switch h.s[h.pos] {
+		case ' ', '\t', '\n', '\r':
+			h.pos++
+		default:
+			return
+		}
+	}
+}
+
+// value hashes the value at pos. wrap collects the hashes of wrapper
+// members of a top-level object (see wrapperInfo).
+func (h *canonHasher) value(depth int, wrap *wrapperInfo) (uint64, bool, error) {
+	if depth > maxDepth {
+		return 0, false, errSyntax
+	}
+	h.skipWS()
+	if h.pos >= len(h.s) {
+		return 0, false, errSyntax
+	}
+	switch c := h.s[h.pos]; {
+	case c == '{':
+		return h.object(depth, wrap)
+	case c == '[':
+		return h.array(depth)
+	case c == '"':
+		str, err := h.str()
+		if err != nil {
+			return 0, false, err
+		}
+		return hashString(str), false, nil
+	case c == 't':
+		return h.literal("true", tagTrue)
+	case c == 'f':
+		return h.literal("false", tagFalse)
+	case c == 'n':
+		v, _, err := h.literal("null", tagNull)
+		return v, true, err
+	case c == '-' || ('0' <= c && c <= '9'):
+		start := h.pos
+		for h.pos < len(h.s) {
+			switch h.s[h.pos] {
+			case '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '-', '+', '.', 'e', 'E':
+				h.pos++
+				continue
+			}
+			break
+		}
+		return mix(xxhash.Sum64String(h.s[start:h.pos]) ^ tagNumber), false, nil
+	default:
+		return 0, false, errSyntax
+	}
+}
+
+func hashString(s string) uint64 {
+	return mix(xxhash.Sum64String(strings.TrimSpace(s)) ^ tagString)
+}
+
+func (h *canonHasher) literal(lit string, tag uint64) (uint64, bool, error) {
+	if !strings.HasPrefix(h.s[h.pos:], lit) {
+		return 0, false, errSyntax
+	}
+	h.pos += len(lit)
+	return tag, false, nil
+}
+
+// str reads a JSON string at pos. Without escapes it returns a slice of the
+// input; with escapes it decodes into the reused scratch buffer.
+func (h *canonHasher) str() (string, error) {
+	h.pos++ // opening quote
+	start := h.pos
+	end := strings.IndexByte(h.s[start:], '"')
+	if end < 0 {
+		return "", errSyntax
+	}
+	if strings.IndexByte(h.s[start:start+end], '\\') < 0 {
+		h.pos = start + end + 1
+		return h.s[start : start+end], nil
+	}
+	h.scratch = h.scratch[:0]
+	for i := start; i < len(h.s); i++ {
+		c := h.s[i]
+		switch c {
+		case '"':
+			h.pos = i + 1
+			// Aliases scratch: callers use it before the next str call.
+			return unsafe.String(unsafe.SliceData(h.scratch), len(h.scratch)), nil
+		case '\\':
+			i++
+			if i >= len(h.s) {
+				return "", errSyntax
+			}
+			switch e := h.s[i]; e {
+			case 'n':
+				h.scratch = append(h.scratch, '\n')
+			case 't':
+				h.scratch = append(h.scratch, '\t')
+			case 'r':
+				h.scratch = append(h.scratch, '\r')
+			case 'b':
+				h.scratch = append(h.scratch, '\b')
+			case 'f':
+				h.scratch = append(h.scratch, '\f')
+			case 'u':
+				if i+4 >= len(h.s) {
+					return "", errSyntax
+				}
+				var r rune
+				for _, d := range []byte(h.s[i+1 : i+5]) {
+					r <<= 4
+					switch {
+					case '0' <= d && d <= '9':
+						r |= rune(d - '0')
+					case 'a' <= d && d <= 'f':
+						r |= rune(d-'a') + 10
+					case 'A' <= d && d <= 'F':
+						r |= rune(d-'A') + 10
+					default:
+						return "", errSyntax
+					}
+				}
+				h.scratch = appendRune(h.scratch, r)
+				i += 4
+			default:
+				h.scratch = append(h.scratch, e)
+			}
+		default:
+			h.scratch = append(h.scratch, c)
+		}
+	}
+	return "", errSyntax
+}
+
+func appendRune(b []byte, r rune) []byte {
+	switch {
+	case r < 0x80:
+		return append(b, byte(r))
+	case r < 0x800:
+		return append(b, 0xC0|byte(r>>6), 0x80|byte(r&0x3F))
+	default:
+		return append(b, 0xE0|byte(r>>12), 0x80|byte((r>>6)&0x3F), 0x80|byte(r&0x3F))
+	}
+}
+
+// wrapperInfo records, for a top-level object, the members that framework
+// wrappers put around the real arguments, so the caller can unwrap them
+// without a second parse.
+type wrapperInfo struct {
+	other       bool // a key outside every wrapper shape
+	inputs      uint64
+	hasInputs   bool
+	inputStr    uint64
+	hasInputStr bool
+	args        uint64
+	argsEmpty   bool
+	hasArgs     bool
+	kwargs      uint64
+	hasKwargs   bool
+	langchain   bool // saw metadata or tags
+}
+
+func (h *canonHasher) object(depth int, wrap *wrapperInfo) (uint64, bool, error) {
+	h.pos++ // {
+	var sum uint64
+	var n uint64
+	for {
+		h.skipWS()
+		if h.pos >= len(h.s) {
+			return 0, false, errSyntax
+		}
+		if h.s[h.pos] == '}' {
+			h.pos++
+			return mix(sum ^ tagObject ^ (n * primeArray)), false, nil
+		}
+		if h.s[h.pos] != '"' {
+			return 0, false, errSyntax
+		}
+		key, err := h.str()
+		if err != nil {
+			return 0, false, err
+		}
+		// key may alias scratch; hash it before the value reuses scratch.
+		keyHash := xxhash.Sum64String(key)
+		denied := h.deny.match(key)
+		var wkey string
+		if wrap != nil {
+			wkey = wrapperKey(key)
+		}
+		statusKey := h.terminal != nil && depth < 3 && h.terminal.keys.match(key)
+		h.skipWS()
+		if h.pos >= len(h.s) || h.s[h.pos] != ':' {
+			return 0, false, errSyntax
+		}
+		h.pos++
+		h.skipWS()
+		var vh uint64
+		var isNull bool
+		if statusKey && h.pos < len(h.s) && h.s[h.pos] == '"' {
+			v, err := h.str()
+			if err != nil {
+				return 0, false, err
+			}
+			if h.terminal.matchValue(v) {
+				h.foundTerminal = true
+			}
+			vh = hashString(v)
+		} else {
+			emptyArr := strings.HasPrefix(h.s[h.pos:], "[]")
+			vh, isNull, err = h.value(depth+1, nil)
+			if err != nil {
+				return 0, false, err
+			}
+			if wrap != nil && wkey == "args" {
+				wrap.argsEmpty = emptyArr
+			}
+		}
+		if wrap != nil {
+			wrap.note(wkey, vh)
+		}
+		if !denied && !isNull {
+			sum += mix(keyHash*tagMember ^ vh)
+			n++
+		}
+		h.skipWS()
+		if h.pos < len(h.s) && h.s[h.pos] == ',' {
+			h.pos++
+			continue
+		}
+		if h.pos < len(h.s) && h.s[h.pos] == '}' {
+			continue
+		}
+		return 0, false, errSyntax
+	}
+}
+
+func (t *terminalMatcher) matchValue(v string) bool {
+	for _, tv := range t.values {
+		if strings.EqualFold(tv, strings.TrimSpace(v)) {
+			return true
+		}
+	}
+	return false
+}
+
+func wrapperKey(key string) string {
+	switch key {
+	case "inputs", "input_str", "metadata", "tags", "args", "kwargs":
+		return key
+	}
+	return ""
+}
+
+func (w *wrapperInfo) note(key string, vh uint64) {
+	switch key {
+	case "inputs":
+		w.inputs, w.hasInputs = vh, true
+	case "input_str":
+		w.inputStr, w.hasInputStr = vh, true
+	case "metadata", "tags":
+		w.langchain = true
+	case "args":
+		w.args, w.hasArgs = vh, true
+	case "kwargs":
+		w.kwargs, w.hasKwargs = vh, true
+	default:
+		w.other = true
+	}
+}
+
+// unwrapped returns the hash of the real arguments inside a LangChain
+// ({input_str, inputs, metadata, tags}) or Traceloop ({args, kwargs})
+// wrapper, or false when the object is no wrapper.
+func (w *wrapperInfo) unwrapped() (uint64, bool) {
+	if w.other {
+		return 0, false
+	}
+	if (w.hasInputs || w.hasInputStr) && !w.hasArgs && !w.hasKwargs {
+		if w.hasInputs {
+			return w.inputs, true
+		}
+		return w.inputStr, true
+	}
+	if w.hasKwargs && !w.langchain && !w.hasInputs && !w.hasInputStr && (!w.hasArgs || w.argsEmpty) {
+		return w.kwargs, true
+	}
+	return 0, false
+}
+
+func (h *canonHasher) array(depth int) (uint64, bool, error) {
+	h.pos++ // [
+	acc := uint64(tagArray)
+	var n uint64
+	for {
+		h.skipWS()
+		if h.pos >= len(h.s) {
+			return 0, false, errSyntax
+		}
+		if h.s[h.pos] == ']' {
+			h.pos++
+			return mix(acc ^ n), false, nil
+		}
+		vh, _, err := h.value(depth+1, nil)
+		if err != nil {
+			return 0, false, err
+		}
+		acc = mix(acc*primeArray + vh)
+		n++
+		h.skipWS()
+		if h.pos < len(h.s) && h.s[h.pos] == ',' {
+			h.pos++
+			continue
+		}
+		if h.pos < len(h.s) && h.s[h.pos] == ']' {
+			continue
+		}
+		return 0, false, errSyntax
+	}
+}
+
+// canonResult says how a document was read.
+type canonResult struct {
+	digest   uint64
+	opaque   bool // not JSON (or malformed): hashed as trimmed text
+	terminal bool
+}
+
+// canonicalize hashes doc: JSON (also a JSON-encoded JSON string) into an
+// order-independent canonical digest, anything else as trimmed opaque text.
+func canonicalize(doc string, deny *keySet, term *terminalMatcher, unwrap bool) canonResult {
+	t := strings.TrimSpace(doc)
+	if t == "" {
+		return canonResult{digest: mix(tagOpaque)}
+	}
+	var scratch [256]byte
+	h := canonHasher{s: t, deny: deny, terminal: term, scratch: scratch[:0]}
+	if t[0] == '"' {
+		// A JSON-encoded string: hash its content, which may itself be JSON.
+		inner, err := h.str()
+		h.skipWS()
+		if err == nil && h.pos == len(h.s) {
+			it := strings.TrimSpace(inner)
+			if it != "" && (it[0] == '{' || it[0] == '[') {
+				return canonicalize(it, deny, term, unwrap)
+			}
+			return canonResult{digest: hashString(inner)}
+		}
+		return canonResult{digest: mix(xxhash.Sum64String(t) ^ tagOpaque), opaque: true}
+	}
+	if t[0] != '{' && t[0] != '[' {
+		return canonResult{digest: mix(xxhash.Sum64String(t) ^ tagOpaque), opaque: true}
+	}
+	var wrap *wrapperInfo
+	var wi wrapperInfo
+	if unwrap && t[0] == '{' {
+		wrap = &wi
+	}
+	v, _, err := h.value(0, wrap)
+	h.skipWS()
+	if err != nil || h.pos != len(h.s) {
+		return canonResult{digest: mix(xxhash.Sum64String(t) ^ tagOpaque), opaque: true}
+	}
+	if wrap != nil {
+		if u, ok := wi.unwrapped(); ok {
+			v = u
+		}
+	}
+	return canonResult{digest: v, terminal: h.foundTerminal}
+}

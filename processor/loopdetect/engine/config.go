@@ -1,0 +1,142 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config holds the engine's thresholds. DefaultConfig documents each default.
+type Config struct {
+	// MaxSessions caps tracked sessions; the least recently seen is evicted.
+	MaxSessions int
+	// IdleTimeout forgets a session with no call for this long (0: never).
+	IdleTimeout time.Duration
+	// HistorySize is how many calls per session are kept (bounded memory).
+	HistorySize int
+	// MaxPeriod is the longest cycle the periodicity check looks for.
+	MaxPeriod int
+	// MinRepetitions is how often a cycle must repeat to be loop-shaped.
+	MinRepetitions int
+	// FrequentWindow and FrequentThreshold: ≥ threshold identical calls among
+	// the last window calls is stuck (seed 000). Threshold 0 disables it.
+	FrequentWindow    int
+	FrequentThreshold int
+	// NameOnlyThreshold lets name-only signatures reach stuck when that many
+	// identical ones are in the history (0: never; they stay uncertain).
+	NameOnlyThreshold int
+	// UnchangedResult enables the seed-004 rule: the same call returning an
+	// identical result twice in a row is stuck.
+	UnchangedResult bool
+	// TerminalReread enables the seed-004 rule: re-reading a terminal result.
+	TerminalReread bool
+	// Backstop marks a session stuck when it has been active this long (0: off).
+	Backstop time.Duration
+	// Hysteresis is how many consecutive evaluations must show the same
+	// cycle before a non-deterministic stuck verdict (1: at once).
+	Hysteresis int
+	// RetryableClasses are matched, case-insensitively, as substrings of the
+	// error class.
+	RetryableClasses []string
+	// RetryPolicy is the default policy failures are held to.
+	RetryPolicy RetryPolicy
+	// BackoffTolerance is the fraction a gap may fall short of the policy.
+	BackoffTolerance float64
+	// MaxLeaseRenewals is how many renewals of a wait lease are honoured.
+	MaxLeaseRenewals int
+	// Kill is the kill policy.
+	Kill KillPolicy
+	// DigestKey keys the digests that leave the process.
+	DigestKey []byte
+}
+
+// KillPolicy bounds when a stuck verdict becomes a kill request.
+type KillPolicy struct {
+	// Enabled turns kill decisions on.
+	Enabled bool
+	// DryRun marks kills in events without asking for them.
+	DryRun bool
+	// Reasons kill as soon as they make a session stuck.
+	Reasons []Reason
+	// AfterLoopCalls kills any stuck loop that has lasted this many calls (0: off).
+	AfterLoopCalls int
+	// AllowLowConfidence lets name-only evidence kill.
+	AllowLowConfidence bool
+}
+
+// DefaultRetryableClasses are the error classes retries are allowed for.
+var DefaultRetryableClasses = []string{
+	"rate_limit", "ratelimit", "rate limit", "429", "503", "502", "504", "timeout", "timed out",
+	"unavailable", "throttl", "overloaded", "temporar", "connection reset",
+}
+
+// DefaultConfig returns the documented defaults (SPEC §5, seeds 000/001/004).
+func DefaultConfig() Config {
+	return Config{
+		MaxSessions:       100_000,
+		IdleTimeout:       30 * time.Minute,
+		HistorySize:       12,
+		MaxPeriod:         3,
+		MinRepetitions:    2,
+		FrequentWindow:    10,
+		FrequentThreshold: 5,
+		UnchangedResult:   true,
+		TerminalReread:    true,
+		Backstop:          2 * time.Hour,
+		Hysteresis:        1,
+		RetryableClasses:  append([]string(nil), DefaultRetryableClasses...),
+		RetryPolicy:       RetryPolicy{InitialInterval: 2 * time.Second, BackoffRate: 2, MaxAttempts: 5},
+		BackoffTolerance:  0.2,
+		MaxLeaseRenewals:  3,
+		Kill: KillPolicy{
+			Enabled:        true,
+			Reasons:        []Reason{ReasonFrequentIdentical, ReasonBackstop},
+			AfterLoopCalls: 5,
+		},
+	}
+}
+
+// Validate reports the first inconsistent setting.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.MaxSessions < 1 {
+		errs = append(errs, fmt.Errorf("max_sessions must be ≥ 1, got %d", c.MaxSessions))
+	}
+	if c.HistorySize < 2 || c.HistorySize > 1024 {
+		errs = append(errs, fmt.Errorf("history_size must be in 2..1024, got %d", c.HistorySize))
+	}
+	if c.MaxPeriod < 1 || c.MaxPeriod > 16 {
+		errs = append(errs, fmt.Errorf("max_period must be in 1..16, got %d", c.MaxPeriod))
+	}
+	if c.MinRepetitions < 2 {
+		errs = append(errs, fmt.Errorf("min_repetitions must be ≥ 2, got %d", c.MinRepetitions))
+	}
+	if c.MaxPeriod*c.MinRepetitions > c.HistorySize {
+		errs = append(errs, fmt.Errorf("history_size (%d) must hold max_period × min_repetitions (%d) calls", c.HistorySize, c.MaxPeriod*c.MinRepetitions))
+	}
+	if c.FrequentThreshold < 0 || (c.FrequentThreshold > 0 && (c.FrequentWindow < c.FrequentThreshold || c.FrequentWindow > c.HistorySize)) {
+		errs = append(errs, fmt.Errorf("frequent_identical: threshold (%d) must be ≤ window (%d) ≤ history_size (%d)", c.FrequentThreshold, c.FrequentWindow, c.HistorySize))
+	}
+	if c.NameOnlyThreshold < 0 || c.NameOnlyThreshold > c.HistorySize {
+		errs = append(errs, fmt.Errorf("name_only_threshold must be in 0..history_size (%d), got %d", c.HistorySize, c.NameOnlyThreshold))
+	}
+	if c.Backstop < 0 || c.IdleTimeout < 0 {
+		errs = append(errs, errors.New("backstop and idle_timeout must not be negative"))
+	}
+	if c.Hysteresis < 1 {
+		errs = append(errs, fmt.Errorf("hysteresis must be ≥ 1, got %d", c.Hysteresis))
+	}
+	if c.RetryPolicy.InitialInterval < 0 || c.RetryPolicy.BackoffRate < 1 || c.RetryPolicy.MaxAttempts < 1 {
+		errs = append(errs, errors.New("retry_policy: initial_interval ≥ 0, backoff_rate ≥ 1 and max_attempts ≥ 1 are required"))
+	}
+	if c.BackoffTolerance < 0 || c.BackoffTolerance >= 1 {
+		errs = append(errs, fmt.Errorf("backoff_tolerance must be in [0,1), got %v", c.BackoffTolerance))
+	}
+	if c.MaxLeaseRenewals < 0 {
+		errs = append(errs, fmt.Errorf("max_lease_renewals must be ≥ 0, got %d", c.MaxLeaseRenewals))
+	}
+	if c.Kill.AfterLoopCalls < 0 {
+		errs = append(errs, fmt.Errorf("kill.after_loop_calls must be ≥ 0, got %d", c.Kill.AfterLoopCalls))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,274 @@
+package engine
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// NormalizerVersion is written into every event: a changed normalizer
+// changes signatures and could otherwise look like a recovery or an incident.
+const NormalizerVersion = "args-v1"
+
+// FingerprintVersion versions the progress fingerprint definition.
+const FingerprintVersion = "fp-v1"
+
+// DefaultVolatileArgKeys are argument keys that change on every call
+// without changing what the call does. Page tokens, cursors, offsets, paths,
+// queries and scopes are meaning and are not here.
+var DefaultVolatileArgKeys = []string{
+	"request_id", "req_id", "idempotency_key", "timestamp", "ts", "created_at", "updated_at",
+	"seed", "random_seed", "nonce", "trace_id", "span_id", "parent_span_id", "tool_call_id",
+	"call_id", "run_id", "parent_run_id", "langgraph_*", "checkpoint_*", "callbacks",
+}
+
+// DefaultVolatileResultKeys are added to the argument keys when a result is
+// normalized into a fingerprint.
+var DefaultVolatileResultKeys = []string{
+	"pid", "session_id", "duration", "duration_ms", "elapsed", "elapsed_ms", "took", "took_ms",
+	"latency_ms", "message_id", "msg_id", "date", "time", "started_at", "finished_at", "completed_at",
+	"expires_at", "etag", "response_metadata", "usage_metadata",
+}
+
+// DefaultTerminalKeys are result keys whose value tells an async task's state.
+var DefaultTerminalKeys = []string{"state", "status"}
+
+// DefaultTerminalValues are the states after which re-reading is a loop.
+var DefaultTerminalValues = []string{"complete", "completed", "succeeded", "success", "done", "failed", "finished", "cancelled", "canceled"}
+
+// NormalizerConfig configures how arguments and results become digests.
+type NormalizerConfig struct {
+	// VolatileArgKeys are dropped from arguments at any depth.
+	VolatileArgKeys []string
+	// VolatileResultKeys are dropped from results, in addition to VolatileArgKeys.
+	VolatileResultKeys []string
+	// ToolOverrides adjusts the dropped keys for single tools.
+	ToolOverrides map[string]KeyOverride
+	// TerminalKeys and TerminalValues define a terminal (final) result.
+	TerminalKeys   []string
+	TerminalValues []string
+	// MaxCanonicalBytes caps the size parsed as JSON; larger values are
+	// hashed as opaque bytes.
+	MaxCanonicalBytes int
+}
+
+// KeyOverride keeps or drops extra keys for one tool.
+type KeyOverride struct {
+	// Keep lists keys that stay although the default denylist drops them.
+	Keep []string
+	// Drop lists keys dropped in addition to the defaults.
+	Drop []string
+}
+
+// DefaultNormalizerConfig returns the documented defaults.
+func DefaultNormalizerConfig() NormalizerConfig {
+	return NormalizerConfig{
+		VolatileArgKeys:    append([]string(nil), DefaultVolatileArgKeys...),
+		VolatileResultKeys: append([]string(nil), DefaultVolatileResultKeys...),
+		TerminalKeys:       append([]string(nil), DefaultTerminalKeys...),
+		TerminalValues:     append([]string(nil), DefaultTerminalValues...),
+		MaxCanonicalBytes:  64 << 10,
+	}
+}
+
+// ArgsQuality says how much an action signature can be trusted.
+type ArgsQuality uint8
+
+// The argument qualities.
+const (
+	// ArgsJSON: arguments parsed and canonicalized.
+	ArgsJSON ArgsQuality = iota
+	// ArgsOpaque: arguments present but not JSON; hashed as trimmed text.
+	ArgsOpaque
+	// ArgsOversized: arguments over the size cap; hashed as raw bytes.
+	ArgsOversized
+	// ArgsAbsent: no arguments recorded; the signature is the tool name only
+	// and low-confidence.
+	ArgsAbsent
+)
+
+// Normalizer turns tool arguments and results into digests. It is safe for
+// concurrent use.
+type Normalizer struct {
+	maxBytes   int
+	argDeny    *keySet
+	resultDeny *keySet
+	perTool    map[string]*toolKeySets
+	terminal   *terminalMatcher
+}
+
+type toolKeySets struct {
+	args, result *keySet
+}
+
+// NewNormalizer builds a Normalizer from cfg.
+func NewNormalizer(cfg NormalizerConfig) *Normalizer {
+	n := &Normalizer{
+		maxBytes:   cfg.MaxCanonicalBytes,
+		argDeny:    newKeySet(cfg.VolatileArgKeys),
+		resultDeny: newKeySet(append(append([]string(nil), cfg.VolatileArgKeys...), cfg.VolatileResultKeys...)),
+		terminal:   &terminalMatcher{keys: newKeySet(cfg.TerminalKeys), values: cfg.TerminalValues},
+	}
+	if n.maxBytes <= 0 {
+		n.maxBytes = 64 << 10
+	}
+	for tool, o := range cfg.ToolOverrides {
+		if n.perTool == nil {
+			n.perTool = make(map[string]*toolKeySets)
+		}
+		n.perTool[tool] = &toolKeySets{
+			args:   newKeySet(override(cfg.VolatileArgKeys, o)),
+			result: newKeySet(override(append(append([]string(nil), cfg.VolatileArgKeys...), cfg.VolatileResultKeys...), o)),
+		}
+	}
+	return n
+}
+
+func override(base []string, o KeyOverride) []string {
+	keep := newKeySet(o.Keep)
+	out := make([]string, 0, len(base)+len(o.Drop))
+	for _, k := range base {
+		if !keep.match(strings.TrimSuffix(k, "*")) {
+			out = append(out, k)
+		}
+	}
+	return append(out, o.Drop...)
+}
+
+func (n *Normalizer) sets(tool string) (args, result *keySet) {
+	if n.perTool != nil {
+		if ts, ok := n.perTool[tool]; ok {
+			return ts.args, ts.result
+		}
+	}
+	return n.argDeny, n.resultDeny
+}
+
+const (
+	sigSeed      = 0x5a17c0de00000001
+	nameOnlySeed = 0x5a17c0de00000002
+)
+
+// Signature digests a tool name and its arguments. present=false (no
+// arguments recorded) yields a name-only, low-confidence signature.
+func (n *Normalizer) Signature(tool, args string, present bool) (Digest, ArgsQuality) {
+	th := xxhash.Sum64String(tool)
+	if !present {
+		return Digest(mix(th ^ nameOnlySeed)), ArgsAbsent
+	}
+	if len(args) > n.maxBytes {
+		return Digest(mix(th^sigSeed) ^ mix(xxhash.Sum64String(args)^tagOpaque)), ArgsOversized
+	}
+	deny, _ := n.sets(tool)
+	r := canonicalize(args, deny, nil, true)
+	q := ArgsJSON
+	if r.opaque {
+		q = ArgsOpaque
+	}
+	return Digest(mix(th^sigSeed) ^ r.digest), q
+}
+
+// ResultFingerprint is what a tool's result says about progress.
+type ResultFingerprint struct {
+	// Digest of the normalized result.
+	Digest Digest
+	// Terminal is set when the result reports a final state.
+	Terminal bool
+	// Opaque is set when the result was not JSON.
+	Opaque bool
+}
+
+// Result digests a tool result with the result-side volatile keys removed
+// and wrappers (a serialized LangChain ToolMessage) unwrapped.
+func (n *Normalizer) Result(tool, result string) ResultFingerprint {
+	if len(result) > n.maxBytes {
+		return ResultFingerprint{Digest: Digest(mix(xxhash.Sum64String(result) ^ tagOpaque)), Opaque: true}
+	}
+	if c, ok := toolMessageContent(result); ok {
+		result = c
+	}
+	_, deny := n.sets(tool)
+	r := canonicalize(result, deny, n.terminal, false)
+	return ResultFingerprint{Digest: Digest(r.digest), Terminal: r.terminal, Opaque: r.opaque}
+}
+
+// toolMessageContent finds the content of a serialized LangChain
+// ToolMessage ({"lc":1,"kwargs":{"content":…,"tool_call_id":…}}), whose
+// ids change on every call while the content may not.
+func toolMessageContent(s string) (string, bool) {
+	t := strings.TrimSpace(s)
+	if !strings.HasPrefix(t, "{") || !strings.Contains(t, `"ToolMessage"`) {
+		return "", false
+	}
+	kw, ok := memberRaw(t, "kwargs")
+	if !ok {
+		return "", false
+	}
+	return memberRaw(kw, "content")
+}
+
+// memberRaw returns the raw JSON text of a top-level member of an object.
+func memberRaw(obj, name string) (string, bool) {
+	h := canonHasher{s: obj}
+	h.skipWS()
+	if h.pos >= len(h.s) || h.s[h.pos] != '{' {
+		return "", false
+	}
+	h.pos++
+	for {
+		h.skipWS()
+		if h.pos >= len(h.s) || h.s[h.pos] != '"' {
+			return "", false
+		}
+		key, err := h.str()
+		if err != nil {
+			return "", false
+		}
+		match := key == name
+		h.skipWS()
+		if h.pos >= len(h.s) || h.s[h.pos] != ':' {
+			return "", false
+		}
+		h.pos++
+		h.skipWS()
+		start := h.pos
+		if _, _, err := h.value(1, nil); err != nil {
+			return "", false
+		}
+		if match {
+			return h.s[start:h.pos], true
+		}
+		h.skipWS()
+		if h.pos >= len(h.s) || h.s[h.pos] != ',' {
+			return "", false
+		}
+		h.pos++
+	}
+}
+
+// Keyer turns in-memory digests into keyed digests that may leave the
+// process: without the key they cannot be reversed by guessing inputs.
+type Keyer struct {
+	key []byte
+}
+
+// NewKeyer returns a Keyer for key; an empty key still yields digests, but
+// the documentation tells operators to set one.
+func NewKeyer(key []byte) *Keyer {
+	return &Keyer{key: append([]byte(nil), key...)}
+}
+
+// Keyed returns the hex HMAC-SHA256 (first 16 bytes) of a digest in a
+// domain such as "sig" or "fp".
+func (k *Keyer) Keyed(domain string, d Digest) string {
+	m := hmac.New(sha256.New, k.key)
+	m.Write([]byte(domain))
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(d))
+	m.Write(b[:])
+	return hex.EncodeToString(m.Sum(nil)[:16])
+}

@@ -1,0 +1,397 @@
+// Package extract turns one span into an engine.ToolCall. It reads spans
+// through the small Span interface, so the collector processor (pdata) and
+// the in-process SDK span processor share one code path.
+package extract
+
+import (
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
+)
+
+// Kind is the type of an attribute value.
+type Kind uint8
+
+// The value kinds.
+const (
+	KindString Kind = iota
+	KindInt
+	KindDouble
+	KindBool
+	// KindStructured is a map or slice, rendered as JSON in Str.
+	KindStructured
+)
+
+// Value is one attribute value.
+type Value struct {
+	Kind  Kind
+	Str   string
+	Int   int64
+	Float float64
+	Bool  bool
+}
+
+// Text renders the value as text.
+func (v Value) Text() string {
+	switch v.Kind {
+	case KindInt:
+		return strconv.FormatInt(v.Int, 10)
+	case KindDouble:
+		return strconv.FormatFloat(v.Float, 'g', -1, 64)
+	case KindBool:
+		return strconv.FormatBool(v.Bool)
+	}
+	return v.Str
+}
+
+// Number reads the value as a number (numeric strings included).
+func (v Value) Number() (float64, bool) {
+	switch v.Kind {
+	case KindInt:
+		return float64(v.Int), true
+	case KindDouble:
+		return v.Float, true
+	case KindString:
+		f, err := strconv.ParseFloat(strings.TrimSpace(v.Str), 64)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// Span is read access to one finished span and its resource.
+type Span interface {
+	Name() string
+	Attr(key string) (Value, bool)
+	ResourceAttr(key string) (Value, bool)
+	TraceID() [16]byte
+	SpanID() [8]byte
+	ParentSpanID() [8]byte
+	Start() time.Time
+	End() time.Time
+	// Status reports an ERROR status and its description.
+	Status() (bool, string)
+	EventCount() int
+	EventName(i int) string
+	EventAttr(i int, key string) (Value, bool)
+}
+
+// Extractor holds the compiled key lists. It is safe for concurrent use.
+type Extractor struct {
+	keys Keys
+	norm *engine.Normalizer
+	skip map[string]struct{}
+}
+
+// New compiles keys and the normalizer into an Extractor.
+func New(keys Keys, norm *engine.Normalizer) *Extractor {
+	x := &Extractor{keys: keys, norm: norm, skip: make(map[string]struct{})}
+	for _, n := range keys.SkipToolNames {
+		x.skip[n] = struct{}{}
+	}
+	return x
+}
+
+// Keys returns the key lists the extractor uses.
+func (x *Extractor) Keys() Keys { return x.keys }
+
+// Outcome counts what degraded while extracting one call.
+type Outcome struct {
+	// Malformed: arguments or result present but not parseable JSON.
+	Malformed bool
+	// Oversized: arguments over the canonicalization cap.
+	Oversized bool
+	// BadEvidence: an evidence attribute of the wrong type or format.
+	BadEvidence bool
+}
+
+// Scratch is per-call working memory, so the hot path allocates nothing.
+// Session strings in the ToolCall may point into it.
+type Scratch struct {
+	traceHex [32]byte
+}
+
+func first[S Span](s S, keys []string) (Value, string, bool) {
+	for _, k := range keys {
+		if v, ok := s.Attr(k); ok {
+			return v, k, true
+		}
+	}
+	return Value{}, "", false
+}
+
+func firstSpanOrResource[S Span](s S, keys []string) (Value, string, bool) {
+	if v, k, ok := first(s, keys); ok {
+		return v, k, true
+	}
+	for _, k := range keys {
+		if v, ok := s.ResourceAttr(k); ok {
+			return v, k, true
+		}
+	}
+	return Value{}, "", false
+}
+
+// Classify reports whether s is a tool call and which client shape matched.
+func Classify[S Span](x *Extractor, s S) (string, bool) {
+	name := s.Name()
+	for _, m := range x.keys.ToolSpanNames {
+		if m.matchName(name) {
+			return m.Client, true
+		}
+	}
+	for _, m := range x.keys.ToolCall {
+		if v, ok := s.Attr(m.Key); ok && v.Kind == KindString && strings.EqualFold(v.Str, m.Value) {
+			return m.Client, true
+		}
+	}
+	return "", false
+}
+
+// Extract fills c from s and reports whether s is a tool call.
+func Extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall) (bool, Outcome) {
+	var out Outcome
+	client, ok := Classify(x, s)
+	if !ok {
+		return false, out
+	}
+	*c = engine.ToolCall{Client: client}
+	c.Tool = x.toolName(s)
+	if _, skip := x.skip[c.Tool]; skip {
+		return false, out
+	}
+	c.TraceID, c.SpanID, c.ParentSpanID = s.TraceID(), s.SpanID(), s.ParentSpanID()
+	c.Start, c.End = s.Start(), s.End()
+
+	if v, k, ok := firstSpanOrResource(s, x.keys.Session); ok && v.Text() != "" {
+		c.Session, c.SessionSource = v.Text(), k
+	} else {
+		tid := c.TraceID
+		const hexdigits = "0123456789abcdef"
+		for i, b := range tid {
+			sc.traceHex[2*i] = hexdigits[b>>4]
+			sc.traceHex[2*i+1] = hexdigits[b&0xf]
+		}
+		c.Session, c.SessionSource = unsafe.String(&sc.traceHex[0], len(sc.traceHex)), "trace_id"
+	}
+	if v, _, ok := firstSpanOrResource(s, x.keys.Agent); ok {
+		c.Agent = v.Text()
+	}
+	if v, ok := s.ResourceAttr("service.name"); ok {
+		c.Target.ServiceName = v.Text()
+	}
+	if v, ok := s.ResourceAttr("service.instance.id"); ok {
+		c.Target.ServiceInstanceID = v.Text()
+	}
+	if v, ok := s.ResourceAttr("host.name"); ok {
+		c.Target.HostName = v.Text()
+	}
+	if v, ok := s.ResourceAttr("process.pid"); ok {
+		if f, ok := v.Number(); ok {
+			c.Target.PID = int64(f)
+		}
+	}
+	if v, _, ok := first(s, x.keys.CallID); ok {
+		if id := v.Text(); !x.ignoredCallID(id) {
+			c.CallID = id
+		}
+	}
+
+	args, argsOK := x.lookupContent(s, x.keys.Arguments, x.keys.ArgumentEvents)
+	c.Signature, c.Args = x.norm.Signature(c.Tool, args, argsOK)
+	switch c.Args {
+	case engine.ArgsOpaque:
+		out.Malformed = looksLikeJSON(args)
+	case engine.ArgsOversized:
+		out.Oversized = true
+	}
+
+	result, resultOK := x.lookupContent(s, x.keys.Result, x.keys.ResultEvents)
+	c.Failed, c.ErrorClass = x.failure(s, result, resultOK)
+
+	if v, _, ok := first(s, []string{x.keys.Fingerprint}); ok && v.Text() != "" {
+		c.Fingerprint, c.FingerprintSource = engine.Digest(xxhash.Sum64String(v.Text())), engine.FingerprintAttribute
+	} else if resultOK {
+		r := x.norm.Result(c.Tool, result)
+		c.Fingerprint, c.FingerprintSource, c.Terminal = r.Digest, engine.FingerprintResult, r.Terminal
+		if r.Opaque && looksLikeJSON(result) {
+			out.Malformed = true
+		}
+	} else if c.Failed {
+		c.Fingerprint, c.FingerprintSource = engine.Digest(xxhash.Sum64String(c.ErrorClass)), engine.FingerprintError
+	}
+	if !x.evidence(s, c) {
+		out.BadEvidence = true
+	}
+	return true, out
+}
+
+func looksLikeJSON(s string) bool {
+	t := strings.TrimSpace(s)
+	return t != "" && (t[0] == '{' || t[0] == '[')
+}
+
+func (x *Extractor) ignoredCallID(id string) bool {
+	if id == "" {
+		return true
+	}
+	for _, ig := range x.keys.IgnoreCallIDs {
+		if strings.EqualFold(id, ig) {
+			return true
+		}
+	}
+	return false
+}
+
+func (x *Extractor) toolName(s Span) string {
+	if v, _, ok := first(s, x.keys.ToolName); ok && v.Text() != "" {
+		return v.Text()
+	}
+	name := s.Name()
+	for _, p := range x.keys.NamePrefixes {
+		if rest, ok := strings.CutPrefix(name, p); ok {
+			name = rest
+			break
+		}
+	}
+	for _, suf := range x.keys.NameSuffixes {
+		if rest, ok := strings.CutSuffix(name, suf); ok {
+			name = rest
+			break
+		}
+	}
+	return strings.TrimSpace(name)
+}
+
+// lookupContent reads arguments or results from span attributes, else from
+// span events (Strands puts them in gen_ai.tool.message / gen_ai.choice).
+func (x *Extractor) lookupContent(s Span, keys []string, events []EventKey) (string, bool) {
+	if v, _, ok := first(s, keys); ok {
+		return v.Text(), true
+	}
+	if len(events) == 0 {
+		return "", false
+	}
+	n := s.EventCount()
+	for _, ek := range events {
+		for i := 0; i < n; i++ {
+			if s.EventName(i) != ek.Event {
+				continue
+			}
+			if v, ok := s.EventAttr(i, ek.Key); ok {
+				return v.Text(), true
+			}
+		}
+	}
+	return "", false
+}
+
+func (x *Extractor) failure(s Span, result string, resultOK bool) (bool, string) {
+	isErr, desc := s.Status()
+	class := ""
+	if v, _, ok := first(s, x.keys.ErrorType); ok {
+		class, isErr = v.Text(), true
+	}
+	if v, _, ok := first(s, x.keys.ToolStatus); ok && strings.EqualFold(v.Text(), "error") {
+		isErr = true
+	}
+	if n := s.EventCount(); n > 0 {
+		for i := 0; i < n; i++ {
+			if s.EventName(i) == "exception" {
+				isErr = true
+				if class == "" {
+					if v, ok := s.EventAttr(i, "exception.type"); ok {
+						class = v.Text()
+					}
+				}
+			}
+		}
+	}
+	if resultOK {
+		for _, m := range x.keys.RetryMarkers {
+			if strings.Contains(result, m) {
+				isErr = true
+				if class == "" {
+					class = "retry_requested"
+				}
+			}
+		}
+	}
+	if !isErr {
+		return false, ""
+	}
+	if class == "" && desc != "" {
+		class, _, _ = strings.Cut(desc, ":")
+		class = strings.TrimSpace(class)
+	}
+	if class == "" {
+		class = "error"
+	}
+	return true, class
+}
+
+// evidence reads the product's evidence attributes; false means one was
+// present but unreadable (counted, then ignored).
+func (x *Extractor) evidence(s Span, c *engine.ToolCall) bool {
+	ok := true
+	k := &x.keys
+	if v, found := s.Attr(k.RetryAttempt); found {
+		if f, isNum := v.Number(); isNum && f >= 1 {
+			c.Attempt = int(f)
+		} else {
+			ok = false
+		}
+	}
+	if v, found := s.Attr(k.RetryMaxAttempts); found {
+		ma, isNum := v.Number()
+		ii, _ := s.Attr(k.RetryInitialInterval)
+		br, _ := s.Attr(k.RetryBackoffRate)
+		iiN, iiOK := ii.Number()
+		brN, brOK := br.Number()
+		if isNum && ma >= 1 {
+			c.Policy = engine.RetryPolicy{MaxAttempts: int(ma), BackoffRate: 1, InitialInterval: 0}
+			if iiOK && iiN >= 0 {
+				c.Policy.InitialInterval = time.Duration(iiN * float64(time.Second))
+			}
+			if brOK && brN >= 1 {
+				c.Policy.BackoffRate = brN
+			}
+		} else {
+			ok = false
+		}
+	}
+	owner, hasOwner := s.Attr(k.WaitOwner)
+	deadline, hasDeadline := s.Attr(k.WaitDeadline)
+	if hasOwner || hasDeadline {
+		c.Lease.Owner = owner.Text()
+		if hasDeadline {
+			if t, good := parseDeadline(deadline); good {
+				c.Lease.Deadline = t
+			} else {
+				ok = false
+			}
+		}
+		if r, found := s.Attr(k.WaitReason); found {
+			c.Lease.Reason = r.Text()
+		}
+	}
+	return ok
+}
+
+// parseDeadline reads RFC 3339 text or unix seconds (number or numeric text).
+func parseDeadline(v Value) (time.Time, bool) {
+	if v.Kind == KindString {
+		if t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(v.Str)); err == nil {
+			return t, true
+		}
+	}
+	if f, ok := v.Number(); ok && f > 0 {
+		sec := int64(f)
+		return time.Unix(sec, int64((f-float64(sec))*1e9)).UTC(), true
+	}
+	return time.Time{}, false
+}
