@@ -127,13 +127,13 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("hysteresis must be ≥ 1, got %d", c.Hysteresis))
 	}
 	if c.RetryPolicy.InitialInterval < 0 || c.RetryPolicy.BackoffRate < 1 || c.RetryPolicy.MaxAttempts < 1 {
-		errs = append(errs, errors.New("retry_policy: initial_interval ≥ 0, backoff_rate ≥ 1 and max_attempts ≥ 1 are required"))
+		errs = append(errs, errors.New("retry: initial_interval ≥ 0, backoff_rate ≥ 1 and max_attempts ≥ 1 are required"))
 	}
 	if c.BackoffTolerance < 0 || c.BackoffTolerance >= 1 {
-		errs = append(errs, fmt.Errorf("backoff_tolerance must be in [0,1), got %v", c.BackoffTolerance))
+		errs = append(errs, fmt.Errorf("retry.tolerance must be in [0,1), got %v", c.BackoffTolerance))
 	}
 	if c.MaxLeaseRenewals < 0 {
-		errs = append(errs, fmt.Errorf("max_lease_renewals must be ≥ 0, got %d", c.MaxLeaseRenewals))
+		errs = append(errs, fmt.Errorf("lease.max_renewals must be ≥ 0, got %d", c.MaxLeaseRenewals))
 	}
 	if c.Kill.AfterLoopCalls < 0 {
 		errs = append(errs, fmt.Errorf("kill.after_loop_calls must be ≥ 0, got %d", c.Kill.AfterLoopCalls))

@@ -59,9 +59,9 @@ type NormalizerConfig struct {
 // KeyOverride keeps or drops extra keys for one tool.
 type KeyOverride struct {
 	// Keep lists keys that stay although the default denylist drops them.
-	Keep []string
+	Keep []string `mapstructure:"keep"`
 	// Drop lists keys dropped in addition to the defaults.
-	Drop []string
+	Drop []string `mapstructure:"drop"`
 }
 
 // DefaultNormalizerConfig returns the documented defaults.

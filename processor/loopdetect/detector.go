@@ -1,0 +1,369 @@
+package loopdetect
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/loopevent"
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/metadata"
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/pdataspan"
+)
+
+// detector is the loop_detect traces processor. It keeps engine state
+// (digests per session), never pdata: spans are forwarded as they came,
+// with a transition event added to the span that changed a session's state.
+type detector struct {
+	cfg       *Config
+	next      consumer.Traces
+	logger    *zap.Logger
+	eng       *engine.Engine
+	x         *extract.Extractor
+	telemetry *metadata.TelemetryBuilder
+
+	// eventNow is the event clock (unix ns) in event_time mode.
+	eventNow atomic.Int64
+	lastTick atomic.Int64
+	// reported mirrors engine stats already turned into metrics.
+	reportMu sync.Mutex
+	reported struct{ sessions, evicted, expired, dups, ooo int64 }
+
+	stop chan struct{}
+	done chan struct{}
+	pool sync.Pool
+}
+
+func newDetector(set processor.Settings, cfg *Config, next consumer.Traces) (*detector, error) {
+	ec, err := cfg.engineConfig()
+	if err != nil {
+		return nil, err
+	}
+	eng, err := engine.New(ec)
+	if err != nil {
+		return nil, fmt.Errorf("loop_detect: %w", err)
+	}
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, fmt.Errorf("loop_detect: telemetry: %w", err)
+	}
+	d := &detector{
+		cfg:       cfg,
+		next:      next,
+		logger:    set.Logger,
+		eng:       eng,
+		x:         extract.New(cfg.keys(), engine.NewNormalizer(cfg.normalizerConfig())),
+		telemetry: tb,
+	}
+	d.pool.New = func() any { return new(batchState) }
+	return d, nil
+}
+
+// batchState is reused across batches so the hot path allocates little.
+type batchState struct {
+	call  engine.ToolCall
+	sc    extract.Scratch
+	trans []engine.Transition
+}
+
+func (d *detector) Capabilities() consumer.Capabilities {
+	return consumer.Capabilities{MutatesData: true}
+}
+
+func (d *detector) Start(context.Context, component.Host) error {
+	if d.cfg.EventTime {
+		return nil
+	}
+	d.stop, d.done = make(chan struct{}), make(chan struct{})
+	go d.sweep()
+	return nil
+}
+
+func (d *detector) Shutdown(ctx context.Context) error {
+	if d.stop != nil {
+		close(d.stop)
+		<-d.done
+		d.stop = nil
+	}
+	var err error
+	if d.cfg.EventTime {
+		// End of recorded input: let timers fire at the last event time.
+		if now := d.eventNow.Load(); now > 0 {
+			err = d.tick(ctx, time.Unix(0, now))
+		}
+	}
+	d.telemetry.Shutdown()
+	return err
+}
+
+func (d *detector) sweep() {
+	defer close(d.done)
+	t := time.NewTicker(d.cfg.TickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case now := <-t.C:
+			if err := d.tick(context.Background(), now); err != nil {
+				d.logger.Warn("Forwarding timer-driven transitions failed", zap.Error(err))
+			}
+		}
+	}
+}
+
+func (d *detector) now() time.Time {
+	if d.cfg.EventTime {
+		return time.Unix(0, d.eventNow.Load())
+	}
+	return time.Now()
+}
+
+func (d *detector) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	st := d.pool.Get().(*batchState)
+	defer d.pool.Put(st)
+	var spans, calls, malformed, oversized, badEvidence int64
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		res := rs.Resource().Attributes()
+		sss := rs.ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			ss := sss.At(j).Spans()
+			for k := 0; k < ss.Len(); k++ {
+				span := ss.At(k)
+				spans++
+				if d.cfg.EventTime {
+					advance(&d.eventNow, int64(span.EndTimestamp()))
+				}
+				ok, out := extract.Extract(d.x, pdataspan.Span{S: span, Res: res}, &st.sc, &st.call)
+				if !ok {
+					continue
+				}
+				calls++
+				malformed += b2i(out.Malformed)
+				oversized += b2i(out.Oversized)
+				badEvidence += b2i(out.BadEvidence)
+				st.trans = d.eng.Observe(&st.call, d.now(), st.trans[:0])
+				for t := range st.trans {
+					ev := toEvent(&st.trans[t])
+					d.attach(span.Events().AppendEmpty(), &ev)
+					d.record(ctx, &st.trans[t])
+				}
+			}
+		}
+	}
+	d.telemetry.LoopdetectSpans.Add(ctx, spans)
+	if calls > 0 {
+		d.telemetry.LoopdetectToolCalls.Add(ctx, calls)
+		d.addDegraded(ctx, "malformed", malformed)
+		d.addDegraded(ctx, "oversized", oversized)
+		d.addDegraded(ctx, "bad_evidence", badEvidence)
+	}
+	d.reportStats(ctx)
+	if err := d.next.ConsumeTraces(ctx, td); err != nil {
+		return err
+	}
+	if d.cfg.EventTime {
+		now := d.eventNow.Load()
+		if last := d.lastTick.Load(); now-last >= int64(d.cfg.TickInterval) && d.lastTick.CompareAndSwap(last, now) {
+			return d.tick(ctx, time.Unix(0, now))
+		}
+	}
+	return nil
+}
+
+func advance(a *atomic.Int64, v int64) {
+	for {
+		cur := a.Load()
+		if v <= cur || a.CompareAndSwap(cur, v) {
+			return
+		}
+	}
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (d *detector) addDegraded(ctx context.Context, kind string, n int64) {
+	if n > 0 {
+		d.telemetry.LoopdetectDegraded.Add(ctx, n, metric.WithAttributes(attribute.String("kind", kind)))
+	}
+}
+
+// reportStats turns the engine's counters into metric deltas.
+func (d *detector) reportStats(ctx context.Context) {
+	s := d.eng.Stats()
+	d.reportMu.Lock()
+	defer d.reportMu.Unlock()
+	r := &d.reported
+	delta := func(cur int64, last *int64) int64 { v := cur - *last; *last = cur; return v }
+	if v := delta(s.Sessions.Load(), &r.sessions); v != 0 {
+		d.telemetry.LoopdetectSessions.Add(ctx, v)
+	}
+	if v := delta(s.Evicted.Load(), &r.evicted); v != 0 {
+		d.telemetry.LoopdetectEvictions.Add(ctx, v, metric.WithAttributes(attribute.String("cause", "capacity")))
+	}
+	if v := delta(s.Expired.Load(), &r.expired); v != 0 {
+		d.telemetry.LoopdetectEvictions.Add(ctx, v, metric.WithAttributes(attribute.String("cause", "idle")))
+	}
+	if v := delta(s.Duplicates.Load(), &r.dups); v != 0 {
+		d.telemetry.LoopdetectDegraded.Add(ctx, v, metric.WithAttributes(attribute.String("kind", "duplicate")))
+	}
+	if v := delta(s.OutOfOrder.Load(), &r.ooo); v != 0 {
+		d.telemetry.LoopdetectDegraded.Add(ctx, v, metric.WithAttributes(attribute.String("kind", "out_of_order")))
+	}
+}
+
+// record counts a transition and logs the ones an operator must see.
+func (d *detector) record(ctx context.Context, t *engine.Transition) {
+	d.telemetry.LoopdetectTransitions.Add(ctx, 1, metric.WithAttributes(
+		attribute.String("state", t.To.String()), attribute.String("reason", t.Reason.String())))
+	if t.Kill || t.DryRun {
+		d.telemetry.LoopdetectKills.Add(ctx, 1, metric.WithAttributes(attribute.Bool("dry_run", t.DryRun)))
+	}
+	if t.To == engine.StateStuck && t.From != engine.StateStuck {
+		d.telemetry.LoopdetectDetectionDelay.Record(ctx, t.DelaySeconds)
+	}
+	if t.To == engine.StateStuck {
+		d.logger.Info("Agent session stuck",
+			zap.String("session", t.Session), zap.String("reason", t.Reason.String()),
+			zap.Int64("call_index", t.CallIndex), zap.Bool("kill", t.Kill), zap.Bool("dry_run", t.DryRun),
+			zap.String("explanation", t.Explanation))
+		return
+	}
+	d.logger.Debug("Agent session transition", zap.String("session", t.Session),
+		zap.Stringer("from", t.From), zap.Stringer("to", t.To), zap.Stringer("reason", t.Reason))
+}
+
+func (d *detector) attach(ev ptrace.SpanEvent, e *loopevent.Event) {
+	ev.SetName(loopevent.EventName)
+	ev.SetTimestamp(pcommon.NewTimestampFromTime(e.DecidedAt))
+	e.CopyTo(ev.Attributes())
+}
+
+// tick runs the engine's timers and emits their transitions at once as
+// zero-duration spans in each agent's trace.
+func (d *detector) tick(ctx context.Context, now time.Time) error {
+	trans := d.eng.Tick(now, nil)
+	d.reportStats(ctx)
+	if len(trans) == 0 {
+		return nil
+	}
+	td := ptrace.NewTraces()
+	for i := range trans {
+		t := &trans[i]
+		ev := toEvent(t)
+		rs := td.ResourceSpans().AppendEmpty()
+		res := rs.Resource().Attributes()
+		putIf(res, "service.name", t.Target.ServiceName)
+		putIf(res, "service.instance.id", t.Target.ServiceInstanceID)
+		putIf(res, "host.name", t.Target.HostName)
+		if t.Target.PID != 0 {
+			res.PutInt("process.pid", t.Target.PID)
+		}
+		ss := rs.ScopeSpans().AppendEmpty()
+		ss.Scope().SetName(metadata.ScopeName)
+		span := ss.Spans().AppendEmpty()
+		span.SetName(loopevent.SyntheticSpanName)
+		span.SetTraceID(t.TraceID)
+		span.SetParentSpanID(t.ParentSpanID)
+		span.SetSpanID(syntheticSpanID(t.ID))
+		ts := pcommon.NewTimestampFromTime(t.DecidedAt)
+		span.SetStartTimestamp(ts)
+		span.SetEndTimestamp(ts)
+		span.Attributes().PutBool(loopevent.AttrSynthetic, true)
+		d.attach(span.Events().AppendEmpty(), &ev)
+		d.record(ctx, t)
+	}
+	return d.next.ConsumeTraces(ctx, td)
+}
+
+func putIf(m pcommon.Map, k, v string) {
+	if v != "" {
+		m.PutStr(k, v)
+	}
+}
+
+// syntheticSpanID derives the span id from the event id, so a replay
+// produces the same span.
+func syntheticSpanID(id string) pcommon.SpanID {
+	var s pcommon.SpanID
+	h := xxhash.Sum64String(id) | 1
+	for i := range s {
+		s[i] = byte(h >> (8 * i))
+	}
+	return s
+}
+
+func hexID(b []byte) string {
+	for _, c := range b {
+		if c != 0 {
+			return hex.EncodeToString(b)
+		}
+	}
+	return ""
+}
+
+func toEvent(t *engine.Transition) loopevent.Event {
+	conf := "high"
+	if t.LowConfidence {
+		conf = "low"
+	}
+	return loopevent.Event{
+		ID:                 t.ID,
+		Sequence:           t.Seq,
+		Session:            t.Session,
+		SessionSource:      t.SessionSource,
+		TraceID:            hexID(t.TraceID[:]),
+		From:               t.From.String(),
+		To:                 t.To.String(),
+		Reason:             t.Reason.String(),
+		Trigger:            t.Trigger.String(),
+		Period:             int64(t.Period),
+		Repetitions:        int64(t.Repetitions),
+		Window:             int64(t.Window),
+		CallIndex:          t.CallIndex,
+		CycleTools:         t.CycleTools,
+		Signatures:         t.Signatures,
+		Fingerprint:        t.Fingerprint,
+		FingerprintSource:  t.FingerprintSource.String(),
+		Confidence:         conf,
+		NormalizerVersion:  engine.NormalizerVersion,
+		FingerprintVersion: engine.FingerprintVersion,
+		FirstLoopSpanID:    hexID(t.FirstLoopSpanID[:]),
+		SpanID:             hexID(t.TriggerSpanID[:]),
+		DelayCalls:         t.DelayCalls,
+		DelaySeconds:       t.DelaySeconds,
+		Kill:               t.Kill,
+		DryRun:             t.DryRun,
+		Explanation:        t.Explanation,
+		DecidedAt:          t.DecidedAt,
+		Client:             t.Client,
+		Agent:              t.Agent,
+		Target: loopevent.Target{
+			ServiceName:       t.Target.ServiceName,
+			ServiceInstanceID: t.Target.ServiceInstanceID,
+			PID:               t.Target.PID,
+			HostName:          t.Target.HostName,
+		},
+	}
+}
