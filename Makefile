@@ -9,8 +9,12 @@ BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
 BUILDER := $(TOOLS)/builder
 BENCHSTAT := $(TOOLS)/benchstat
 FUZZTIME ?= 20s
+BIN := $(CURDIR)/bin
+DIST_DIR := cmd/otelcol-loop
+OTELCOL := $(BIN)/otelcol-loop
 
 .PHONY: all build test test-unit bench fuzz demo tools generate clean
+.PHONY: distribution generate-distribution build-distribution binaries check-generated validate-configs
 
 all: build
 
@@ -28,14 +32,44 @@ generate:
 	cd internal/tools && for f in $$(cd $(CURDIR) && ls processor/*/metadata.yaml exporter/*/metadata.yaml 2>/dev/null); do \
 		$(GO) tool mdatagen $(CURDIR)/$$f || exit 1; done
 
-build:
+build: distribution binaries
 	$(GO) build ./...
+
+# The collector distribution: ocb regenerates cmd/otelcol-loop (a nested
+# module, committed) from builder-config.yaml, then it is compiled to
+# bin/otelcol-loop. Run from the repository root: ocb resolves `path:` and
+# `output_path` against the current directory.
+distribution: generate-distribution build-distribution
+
+generate-distribution: $(BUILDER)
+	$(BUILDER) --config builder-config.yaml --skip-compilation
+
+# Compiles the committed generated sources as they are (no ocb needed).
+build-distribution:
+	cd $(DIST_DIR) && $(GO) build -trimpath -o $(OTELCOL) .
+
+# The repository's commands, next to the collector in bin/.
+binaries:
+	@mkdir -p $(BIN)
+	@for d in cmd/*/; do n=$$(basename $$d); [ "$$n" = otelcol-loop ] && continue; \
+		echo "$(GO) build -o $(BIN)/$$n ./cmd/$$n"; $(GO) build -o $(BIN)/$$n ./cmd/$$n || exit 1; done
+
+# Fails when regenerating cmd/otelcol-loop from builder-config.yaml would
+# change the committed sources (the same test runs in `make test`).
+check-generated: $(BUILDER)
+	$(GO) test -count=1 -run 'TestGeneratedDistributionUpToDate' -v ./config/
+
+# Every config/*.yaml passes `otelcol-loop validate` (also part of `make test`).
+validate-configs:
+	$(GO) test -count=1 -run 'TestConfigsValidate' -v ./config/
 
 test-unit:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 
-test: test-unit
+# ocb is needed by the regeneration check in ./config (skipped only when
+# .tools/builder is absent), so `make test` installs it first.
+test: $(BUILDER) test-unit
 
 bench: $(BENCHSTAT)
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./processor/loopdetect/... | tee bench.txt
