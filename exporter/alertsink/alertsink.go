@@ -440,4 +440,3 @@ func (e *logsExporter) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	}
 	return e.Logs.ConsumeLogs(ctx, alert.LogsCarrier(recs))
 }
-

@@ -73,16 +73,16 @@ func TestConfigBad(t *testing.T) {
 
 func TestLoopbackRule(t *testing.T) {
 	for ep, ok := range map[string]bool{
-		"http://127.0.0.1:1/x":   true,
-		"http://127.9.9.9/x":     true,
-		"http://[::1]:8787/x":    true,
-		"http://localhost:80/x":  true,
-		"http://10.0.0.1/x":      false,
-		"http://0.0.0.0/x":       false,
-		"http://example.com/x":   false,
-		"https://example.com/x":  true,
-		"ftp://127.0.0.1/x":      false,
-		"127.0.0.1:8787":         false,
+		"http://127.0.0.1:1/x":    true,
+		"http://127.9.9.9/x":      true,
+		"http://[::1]:8787/x":     true,
+		"http://localhost:80/x":   true,
+		"http://10.0.0.1/x":       false,
+		"http://0.0.0.0/x":        false,
+		"http://example.com/x":    false,
+		"https://example.com/x":   true,
+		"ftp://127.0.0.1/x":       false,
+		"127.0.0.1:8787":          false,
 		"http://127.0.0.1.nip.io": false,
 	} {
 		assert.Equal(t, ok, checkEndpoint(ep) == nil, ep)

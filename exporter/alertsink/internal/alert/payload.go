@@ -38,11 +38,11 @@ type Body struct {
 
 // Session identifies the agent session the event belongs to.
 type Session struct {
-	Key      string `json:"key"`
-	Source   string `json:"source,omitempty"`
-	TraceID  string `json:"trace_id,omitempty"`
-	Agent    string `json:"agent,omitempty"`
-	Client   string `json:"client,omitempty"`
+	Key     string `json:"key"`
+	Source  string `json:"source,omitempty"`
+	TraceID string `json:"trace_id,omitempty"`
+	Agent   string `json:"agent,omitempty"`
+	Client  string `json:"client,omitempty"`
 }
 
 // Target identifies the agent process (resource attributes of the agent).
