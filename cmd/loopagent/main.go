@@ -13,6 +13,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -70,7 +72,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.scenario, "scenario", "seed000", "scenario: "+strings.Join(scenario.Names(), ", "))
 	fs.Float64Var(&c.speed, "speed", 1, "time compression factor: scenario gaps are divided by it (span timestamps stay real)")
 	fs.IntVar(&c.maxCalls, "max-calls", 0, "stop after this many tool calls (0: run until the scenario ends or the agent is killed)")
-	fs.StringVar(&c.sessionID, "session-id", "", "gen_ai.conversation.id written on every span (none if empty)")
+	fs.StringVar(&c.sessionID, "session-id", "", "gen_ai.conversation.id written on every span (none if empty); in load mode the prefix of the sessions' ids (default: random per run)")
 	fs.BoolVar(&c.noEvidence, "no-evidence", false, "leave out the loopdetect.* evidence attributes")
 	fs.BoolVar(&c.noContent, "no-content", false, "leave out tool arguments and results (content capture off)")
 	fs.StringVar(&c.model, "model", "sim-model-1", "gen_ai.request.model of chat spans")
@@ -176,8 +178,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	if c.load {
 		logf("load: %d sessions, %.0f spans/s for %v to %s (%s)", c.sessions, c.rate, c.duration, endpoint, c.protocol)
+		// Conversation ids must not collide with an earlier run's sessions:
+		// --session-id is their prefix, else a random run id.
+		prefix := c.sessionID
+		if prefix == "" {
+			var b [4]byte
+			_, _ = rand.Read(b[:])
+			prefix = "load-" + hex.EncodeToString(b[:])
+		}
 		st, err := load.Run(ctx, tp, load.Options{Sessions: c.sessions, Rate: c.rate, Duration: c.duration,
-			LoopFraction: c.loopFraction, Seed: c.seed})
+			LoopFraction: c.loopFraction, Seed: c.seed, SessionPrefix: prefix})
 		shutdown()
 		if err != nil {
 			logf("%v", err)
