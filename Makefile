@@ -52,6 +52,7 @@ build-distribution:
 binaries:
 	@mkdir -p $(BIN)
 	@for d in cmd/*/; do n=$$(basename $$d); [ "$$n" = otelcol-loop ] && continue; \
+		ls $$d*.go >/dev/null 2>&1 || continue; \
 		echo "$(GO) build -o $(BIN)/$$n ./cmd/$$n"; $(GO) build -o $(BIN)/$$n ./cmd/$$n || exit 1; done
 
 # Fails when regenerating cmd/otelcol-loop from builder-config.yaml would
