@@ -1,0 +1,292 @@
+// Package webhook verifies and parses the Standard Webhooks requests the
+// alert_sink exporter sends (docs/webhook.md): the v1 HMAC-SHA256 signature
+// (constant-time compare, several secrets), the timestamp window, the body,
+// and a replay cache of webhook ids.
+package webhook // import "github.com/otelcol-loop/otelcol-loop/cmd/loopsupervisor/internal/webhook"
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+)
+
+// Header names (Standard Webhooks).
+const (
+	HeaderID        = "webhook-id"
+	HeaderTimestamp = "webhook-timestamp"
+	HeaderSignature = "webhook-signature"
+)
+
+// Body types.
+const (
+	TypeKill       = "loop.kill"
+	TypeTransition = "loop.transition"
+)
+
+// Limits on what a request may carry.
+const (
+	MaxBodyBytes  = 1 << 20
+	maxIDLen      = 256
+	maxSignatures = 8
+)
+
+// Errors. ErrMalformed wraps everything that is a 400; ErrUnauthorized
+// wraps everything that is a 401. No error text contains a secret.
+var (
+	ErrMalformed    = errors.New("malformed request")
+	ErrUnauthorized = errors.New("unauthorized")
+	ErrSecretFormat = errors.New("secret must be \"whsec_\" followed by the base64 encoding of 24 to 64 random bytes")
+)
+
+// ParseSecret decodes a "whsec_<base64>" secret into its key.
+func ParseSecret(s string) ([]byte, error) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(s), "whsec_")
+	if !ok {
+		return nil, ErrSecretFormat
+	}
+	key, err := base64.StdEncoding.DecodeString(rest)
+	if err != nil || len(key) < 24 || len(key) > 64 {
+		return nil, ErrSecretFormat
+	}
+	return key, nil
+}
+
+// Sign computes the v1 signatures of a message, one per key, space-separated.
+func Sign(keys [][]byte, id string, ts int64, body []byte) string {
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, "v1,"+base64.StdEncoding.EncodeToString(mac(k, id, strconv.FormatInt(ts, 10), body)))
+	}
+	return strings.Join(parts, " ")
+}
+
+func mac(key []byte, id, ts string, body []byte) []byte {
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(id))
+	h.Write([]byte{'.'})
+	h.Write([]byte(ts))
+	h.Write([]byte{'.'})
+	h.Write(body)
+	return h.Sum(nil)
+}
+
+// Verifier checks requests against one or more keys.
+type Verifier struct {
+	// Keys are the decoded secrets; a request signed by any of them passes.
+	Keys [][]byte
+	// Tolerance is the allowed distance of webhook-timestamp from now.
+	Tolerance time.Duration
+}
+
+// Message is a verified, parsed request.
+type Message struct {
+	// WebhookID is the webhook-id header, the replay-cache key.
+	WebhookID string
+	// Timestamp is the webhook-timestamp header.
+	Timestamp time.Time
+	Body      Body
+}
+
+// Body is the part of the webhook body the supervisor acts on.
+type Body struct {
+	Type       string     `json:"type"`
+	ID         string     `json:"id"`
+	Sequence   int64      `json:"sequence"`
+	DecidedAt  time.Time  `json:"decided_at"`
+	ExpiresAt  time.Time  `json:"expires_at"`
+	Session    Session    `json:"session"`
+	Target     Target     `json:"target"`
+	Transition Transition `json:"transition"`
+}
+
+// Session is the body's session object.
+type Session struct {
+	Key   string `json:"key"`
+	Agent string `json:"agent"`
+}
+
+// Target is the body's target object.
+type Target struct {
+	ServiceName       string `json:"service_name"`
+	ServiceInstanceID string `json:"service_instance_id"`
+	PID               int64  `json:"pid"`
+	HostName          string `json:"host_name"`
+}
+
+// Transition is the body's transition object.
+type Transition struct {
+	From        string `json:"from"`
+	To          string `json:"to"`
+	Reason      string `json:"reason"`
+	Explanation string `json:"explanation"`
+	Kill        bool   `json:"kill"`
+}
+
+func malformed(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, a...))
+}
+
+func unauthorized(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrUnauthorized, fmt.Sprintf(format, a...))
+}
+
+// Verify checks headers and signature of a request, then parses its body.
+// The signature is checked before the body is looked at.
+func (v *Verifier) Verify(h http.Header, body []byte, now time.Time) (Message, error) {
+	var m Message
+	id := h.Get(HeaderID)
+	if id == "" || len(id) > maxIDLen || !printable(id) {
+		return m, malformed("missing or invalid %s", HeaderID)
+	}
+	tsRaw := h.Get(HeaderTimestamp)
+	ts, err := strconv.ParseInt(tsRaw, 10, 64)
+	if err != nil || ts <= 0 || ts > 1<<40 {
+		return m, malformed("missing or invalid %s", HeaderTimestamp)
+	}
+	t := time.Unix(ts, 0)
+	if d := now.Sub(t); d > v.Tolerance || d < -v.Tolerance {
+		return m, unauthorized("%s outside the allowed window of ±%s", HeaderTimestamp, v.Tolerance)
+	}
+	sigs := h.Get(HeaderSignature)
+	if sigs == "" {
+		return m, unauthorized("missing %s", HeaderSignature)
+	}
+	if !v.match(id, tsRaw, body, sigs) {
+		return m, unauthorized("no valid signature")
+	}
+	b, err := ParseBody(body)
+	if err != nil {
+		return m, err
+	}
+	return Message{WebhookID: id, Timestamp: t, Body: b}, nil
+}
+
+// match reports whether any "v1,<base64>" signature in sigs matches any
+// key. Every comparison is constant-time.
+func (v *Verifier) match(id, ts string, body []byte, sigs string) bool {
+	fields := strings.Fields(sigs)
+	if len(fields) > maxSignatures {
+		fields = fields[:maxSignatures]
+	}
+	ok := false
+	for _, k := range v.Keys {
+		want := mac(k, id, ts, body)
+		for _, f := range fields {
+			raw, found := strings.CutPrefix(f, "v1,")
+			if !found {
+				continue
+			}
+			got, err := base64.StdEncoding.DecodeString(raw)
+			if err != nil {
+				continue
+			}
+			if hmac.Equal(want, got) {
+				ok = true
+			}
+		}
+	}
+	return ok
+}
+
+func printable(s string) bool {
+	for _, r := range s {
+		if r > unicode.MaxASCII || !unicode.IsPrint(r) || r == ' ' {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseBody parses and checks a webhook body.
+func ParseBody(raw []byte) (Body, error) {
+	var b Body
+	if len(raw) > MaxBodyBytes {
+		return b, malformed("body larger than %d bytes", MaxBodyBytes)
+	}
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return b, malformed("body is not the documented JSON: %v", err)
+	}
+	switch b.Type {
+	case TypeKill, TypeTransition:
+	default:
+		return b, malformed("unknown type %q", trunc(b.Type))
+	}
+	if b.ID == "" {
+		return b, malformed("body has no id")
+	}
+	if b.DecidedAt.IsZero() {
+		return b, malformed("body has no decided_at")
+	}
+	if b.Type == TypeKill && b.ExpiresAt.IsZero() {
+		return b, malformed("kill body has no expires_at")
+	}
+	return b, nil
+}
+
+func trunc(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+// ReplayCache remembers webhook ids for a horizon. It is bounded: when full,
+// the entry closest to expiry goes first.
+type ReplayCache struct {
+	mu      sync.Mutex
+	horizon time.Duration
+	max     int
+	seen    map[string]time.Time
+}
+
+// NewReplayCache keeps ids for horizon, at most max of them.
+func NewReplayCache(horizon time.Duration, maxEntries int) *ReplayCache {
+	return &ReplayCache{horizon: horizon, max: maxEntries, seen: map[string]time.Time{}}
+}
+
+// Check records id and reports whether it had been seen within the horizon.
+func (c *ReplayCache) Check(id string, now time.Time) (seen bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if exp, ok := c.seen[id]; ok && now.Before(exp) {
+		return true
+	}
+	if len(c.seen) >= c.max {
+		c.prune(now)
+	}
+	c.seen[id] = now.Add(c.horizon)
+	return false
+}
+
+func (c *ReplayCache) prune(now time.Time) {
+	var oldestID string
+	var oldest time.Time
+	for id, exp := range c.seen {
+		if !now.Before(exp) {
+			delete(c.seen, id)
+			continue
+		}
+		if oldestID == "" || exp.Before(oldest) {
+			oldestID, oldest = id, exp
+		}
+	}
+	if len(c.seen) >= c.max && oldestID != "" {
+		delete(c.seen, oldestID)
+	}
+}
+
+// Len reports how many ids are remembered.
+func (c *ReplayCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.seen)
+}
