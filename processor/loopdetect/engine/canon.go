@@ -330,7 +330,7 @@ func (h *canonHasher) object(depth int, wrap *wrapperInfo) (uint64, bool, error)
 				wrap.argsEmpty = emptyArr
 			}
 		}
-		if wrap != nil {
+		if wrap != nil && !denied {
 			wrap.note(wkey, vh)
 		}
 		if !denied && !isNull {

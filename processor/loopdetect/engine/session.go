@@ -371,7 +371,7 @@ func (e *Engine) decide(s *session, now int64) verdict {
 	frequentProgress := frequent && progressBetween(h, first)
 	terminalAt := -1
 	if e.cfg.TerminalReread && !h[n-1].has(fLowConf) {
-		for j := n - 2; j >= 0; j-- {
+		for j := 0; j < n-1; j++ {
 			if h[j].sig == h[n-1].sig && h[j].has(fTerminal) {
 				terminalAt = j
 				break
