@@ -13,6 +13,7 @@ import (
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/ptracetest"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/loopevent"
 	"github.com/otelcol-loop/otelcol-loop/internal/replay"
@@ -46,6 +47,12 @@ func TestGoldenScenarios(t *testing.T) {
 				input.WriteByte('\n')
 			}
 			checkFile(t, filepath.Join(dir, "input.jsonl"), input.Bytes())
+			if len(sc.Config) > 0 {
+				// loopreplay --config reads the same settings.
+				y, err := yaml.Marshal(map[string]any{"loop_detect": sc.Config})
+				require.NoError(t, err)
+				checkFile(t, filepath.Join(dir, "config.yaml"), y)
+			}
 
 			f, err := os.Open(filepath.Join(dir, "input.jsonl"))
 			require.NoError(t, err)
@@ -181,4 +188,3 @@ func isSynthetic(td ptrace.Traces) bool {
 	}
 	return synthetic
 }
-
