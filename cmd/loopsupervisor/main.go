@@ -1,0 +1,28 @@
+//go:build unix
+
+// Command loopsupervisor runs an AI agent as a child in its own process
+// group, receives signed kill webhooks from the alert_sink exporter on
+// loopback, and stops the agent (never itself, PID 1 or anything outside
+// the agent's group) when a kill for it arrives. It then writes one honest
+// JSON result line and exits non-zero.
+//
+//	loopsupervisor [flags] -- AGENT_CMD ARGS...
+//
+// Exit codes:
+//
+//	agent's own code  the agent exited by itself (128+N when a signal N ended it)
+//	2                 usage or configuration error
+//	70                internal error (could not listen, could not start the agent)
+//	86                the agent was stopped on a verified loop kill request
+//	87                the agent was stopped by the supervisor's wall-clock backstop
+//	128+N             the supervisor itself received signal N (SIGINT, SIGTERM) and stopped the agent
+package main
+
+import (
+	"context"
+	"os"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
