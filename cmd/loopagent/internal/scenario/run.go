@@ -204,7 +204,7 @@ func Run(ctx context.Context, tp trace.TracerProvider, s Scenario, o Options) (R
 			}
 		}
 		if !o.NoEvidence {
-			attrs = append(attrs, evidenceAttrs(c, callStart)...)
+			attrs = append(attrs, evidenceAttrs(c, callStart, o.Speed)...)
 		}
 		if c.ErrorType != "" {
 			attrs = append(attrs, attribute.String(AttrErrorType, c.ErrorType))
@@ -237,7 +237,10 @@ func Run(ctx context.Context, tp trace.TracerProvider, s Scenario, o Options) (R
 	}
 }
 
-func evidenceAttrs(c Call, callStart time.Time) []attribute.KeyValue {
+// evidenceAttrs writes the call's evidence. Under time compression the
+// retry policy's initial interval is compressed too (the agent's retrier
+// really waits gap/speed), so the declared policy matches the observed gaps.
+func evidenceAttrs(c Call, callStart time.Time, speed float64) []attribute.KeyValue {
 	var a []attribute.KeyValue
 	if c.Fingerprint != "" {
 		a = append(a, attribute.String(AttrProgressFingerprint, c.Fingerprint))
@@ -245,7 +248,7 @@ func evidenceAttrs(c Call, callStart time.Time) []attribute.KeyValue {
 	if c.Retry != nil {
 		a = append(a,
 			attribute.Int(AttrRetryAttempt, c.Retry.Attempt),
-			attribute.Float64(AttrRetryInitialInterval, c.Retry.InitialIntervalSecs),
+			attribute.Float64(AttrRetryInitialInterval, c.Retry.InitialIntervalSecs/speed),
 			attribute.Float64(AttrRetryBackoffRate, c.Retry.BackoffRate),
 			attribute.Int(AttrRetryMaxAttempts, c.Retry.MaxAttempts),
 		)

@@ -227,6 +227,23 @@ func TestSpeedCompressesGaps(t *testing.T) {
 	}
 }
 
+func TestSpeedCompressesRetryPolicy(t *testing.T) {
+	r := play(t, "ratelimit", Options{Speed: 4})
+	var starts []time.Time
+	for _, sp := range r.tools {
+		if attr(sp, AttrToolName) != "create_embedding" {
+			continue
+		}
+		starts = append(starts, sp.StartTime())
+		if v, _ := attrValue(sp, AttrRetryInitialInterval); v.AsFloat64() != 0.5 {
+			t.Errorf("initial interval at speed 4: %v, want 0.5", v.AsFloat64())
+		}
+	}
+	if g := starts[1].Sub(starts[0]); g != 500*time.Millisecond {
+		t.Errorf("first retry gap at speed 4: %v", g)
+	}
+}
+
 func TestOscillation(t *testing.T) {
 	r := play(t, "oscillation", Options{MaxCalls: 8})
 	for i, sp := range r.tools {
