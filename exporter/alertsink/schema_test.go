@@ -1,0 +1,61 @@
+package alertsink
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-loop/otelcol-loop/exporter/alertsink/internal/alert"
+)
+
+// TestBodyMatchesSchema keeps docs/webhook.schema.json and the rendered
+// body in step: every required key present, no key the schema lacks.
+func TestBodyMatchesSchema(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "webhook.schema.json"))
+	require.NoError(t, err)
+	var schema struct {
+		Required   []string                   `json:"required"`
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &schema))
+
+	ev := killEvent("ld_schema_1", time.Now())
+	ev.FirstLoopSpanID, ev.DelayCalls, ev.DelaySeconds, ev.Client = "a1a2a3a4a5a6a7a8", 5, 12.5, "genai_semconv"
+	p := alert.Policy{Kill: true, KillTTL: time.Minute, Alerts: true}
+	recs, _, err := p.Records(&ev, time.Now())
+	require.NoError(t, err)
+	require.Len(t, recs, 2)
+	for _, r := range recs {
+		var body map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(r.Body, &body))
+		for _, k := range schema.Required {
+			assert.Contains(t, body, k, r.Type)
+		}
+		for k, v := range body {
+			prop, ok := schema.Properties[k]
+			require.True(t, ok, "body key %q missing from the schema", k)
+			var sub struct {
+				Properties map[string]any `json:"properties"`
+			}
+			_ = json.Unmarshal(prop, &sub)
+			if sub.Properties == nil {
+				continue
+			}
+			var obj map[string]any
+			require.NoError(t, json.Unmarshal(v, &obj))
+			for kk := range obj {
+				assert.Contains(t, sub.Properties, kk, "body key %s.%s missing from the schema", k, kk)
+			}
+		}
+		if r.Type == alert.TypeKill {
+			assert.Contains(t, body, "expires_at")
+		} else {
+			assert.NotContains(t, body, "expires_at")
+		}
+	}
+}
