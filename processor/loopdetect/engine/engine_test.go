@@ -1,0 +1,294 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// callBuilder makes ToolCalls for one session with a fake clock.
+type callBuilder struct {
+	n    *Normalizer
+	seq  uint64
+	sess string
+}
+
+func newBuilder(sess string) *callBuilder {
+	return &callBuilder{n: NewNormalizer(DefaultNormalizerConfig()), sess: sess}
+}
+
+func (b *callBuilder) call(at time.Duration, tool, args, result string) *ToolCall {
+	b.seq++
+	c := &ToolCall{Session: b.sess, Tool: tool, Start: t0.Add(at), End: t0.Add(at + 100*time.Millisecond)}
+	binary.BigEndian.PutUint64(c.SpanID[:], b.seq)
+	c.Signature, c.Args = b.n.Signature(tool, args, args != "")
+	if result != "" {
+		r := b.n.Result(tool, result)
+		c.Fingerprint, c.FingerprintSource, c.Terminal = r.Digest, FingerprintResult, r.Terminal
+	}
+	return c
+}
+
+func mustEngine(t *testing.T, mod func(*Config)) *Engine {
+	t.Helper()
+	cfg := DefaultConfig()
+	if mod != nil {
+		mod(&cfg)
+	}
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestConfigValidation(t *testing.T) {
+	tests := []struct {
+		name string
+		mod  func(*Config)
+		ok   bool
+	}{
+		{"defaults", func(*Config) {}, true},
+		{"history too small for periods", func(c *Config) { c.HistorySize = 4 }, false},
+		{"window over history", func(c *Config) { c.FrequentWindow = 20 }, false},
+		{"threshold over window", func(c *Config) { c.FrequentThreshold = 11 }, false},
+		{"frequent disabled", func(c *Config) { c.FrequentThreshold = 0 }, true},
+		{"no sessions", func(c *Config) { c.MaxSessions = 0 }, false},
+		{"hysteresis zero", func(c *Config) { c.Hysteresis = 0 }, false},
+		{"backoff below one", func(c *Config) { c.RetryPolicy.BackoffRate = 0.5 }, false},
+		{"tolerance one", func(c *Config) { c.BackoffTolerance = 1 }, false},
+		{"name-only over history", func(c *Config) { c.NameOnlyThreshold = 99 }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			tt.mod(&cfg)
+			if err := cfg.Validate(); (err == nil) != tt.ok {
+				t.Fatalf("Validate() = %v, want ok=%v", err, tt.ok)
+			}
+		})
+	}
+}
+
+func observeAll(e *Engine, calls []*ToolCall) []Transition {
+	var out []Transition
+	for _, c := range calls {
+		out = e.Observe(c, c.End, out)
+	}
+	return out
+}
+
+func TestLRUEvictionIsCounted(t *testing.T) {
+	e := mustEngine(t, func(c *Config) { c.MaxSessions = 16 })
+	for i := 0; i < 100; i++ {
+		b := newBuilder(fmt.Sprintf("s%d", i))
+		observeAll(e, []*ToolCall{b.call(0, "t", `{}`, "r")})
+	}
+	if got := e.Stats().Sessions.Load(); got > 16 {
+		t.Fatalf("tracked %d sessions, cap 16", got)
+	}
+	if e.Stats().Evicted.Load() == 0 {
+		t.Fatal("evictions not counted")
+	}
+}
+
+func TestIdleExpiryOnTick(t *testing.T) {
+	e := mustEngine(t, func(c *Config) { c.IdleTimeout = time.Minute })
+	b := newBuilder("s")
+	observeAll(e, []*ToolCall{b.call(0, "t", `{}`, "r")})
+	e.Tick(t0.Add(30*time.Second), nil)
+	if _, _, ok := e.Session("s"); !ok {
+		t.Fatal("session expired early")
+	}
+	e.Tick(t0.Add(2*time.Minute), nil)
+	if _, _, ok := e.Session("s"); ok || e.Stats().Expired.Load() != 1 {
+		t.Fatal("idle session not expired and counted")
+	}
+}
+
+func TestBackstopOnTickKillsOnce(t *testing.T) {
+	e := mustEngine(t, func(c *Config) { c.Backstop = time.Hour; c.IdleTimeout = 0 })
+	b := newBuilder("s")
+	var calls []*ToolCall
+	for i := 0; i < 5; i++ {
+		calls = append(calls, b.call(time.Duration(i)*time.Minute, "t", fmt.Sprintf(`{"i":%d}`, i), fmt.Sprintf("r%d", i)))
+	}
+	if tr := observeAll(e, calls); len(tr) != 0 {
+		t.Fatalf("varied calls made transitions: %+v", tr)
+	}
+	tr := e.Tick(t0.Add(61*time.Minute), nil)
+	if len(tr) != 1 || tr[0].To != StateStuck || tr[0].Reason != ReasonBackstop || !tr[0].Kill || tr[0].Trigger != TriggerTick {
+		t.Fatalf("backstop tick: %+v", tr)
+	}
+	if tr := e.Tick(t0.Add(62*time.Minute), nil); len(tr) != 0 {
+		t.Fatalf("backstop fired twice: %+v", tr)
+	}
+}
+
+func TestNestedToolSpansAreOneAction(t *testing.T) {
+	e := mustEngine(t, nil)
+	b := newBuilder("s")
+	// MCP: execute_tool (outer) wraps tools/call (inner); the inner ends and
+	// arrives first. Both carry the same call id.
+	inner := b.call(0, "search", `{"q":1}`, "r")
+	outer := b.call(0, "search", `{"q":1}`, "r")
+	inner.ParentSpanID = outer.SpanID
+	inner.CallID, outer.CallID = "call_1", "call_1"
+	observeAll(e, []*ToolCall{inner, outer})
+	if d := e.Stats().Duplicates.Load(); d != 1 {
+		t.Fatalf("duplicates = %d, want 1", d)
+	}
+	// Without a call id, the same tool name nested in its parent is one action.
+	in2 := b.call(time.Second, "fetch", `{"u":1}`, "x")
+	out2 := b.call(time.Second, "fetch", `{"u":1}`, "x")
+	in2.ParentSpanID = out2.SpanID
+	if tr := observeAll(e, []*ToolCall{in2, out2}); len(tr) != 0 {
+		t.Fatalf("a nested twin counted as a repetition: %+v", tr)
+	}
+}
+
+func TestNameOnlyNeverKillsByDefault(t *testing.T) {
+	e := mustEngine(t, nil)
+	b := newBuilder("s")
+	var calls []*ToolCall
+	for i := 0; i < 12; i++ {
+		calls = append(calls, b.call(time.Duration(i)*time.Second, "web_search", "", ""))
+	}
+	for _, tr := range observeAll(e, calls) {
+		if tr.To == StateStuck || tr.Kill {
+			t.Fatalf("name-only evidence made %+v", tr)
+		}
+	}
+}
+
+func TestNameOnlyThresholdReachesStuck(t *testing.T) {
+	e := mustEngine(t, func(c *Config) { c.NameOnlyThreshold = 8 })
+	b := newBuilder("s")
+	var calls []*ToolCall
+	for i := 0; i < 8; i++ {
+		calls = append(calls, b.call(time.Duration(i)*time.Second, "web_search", "", ""))
+	}
+	tr := observeAll(e, calls)
+	last := tr[len(tr)-1]
+	if last.To != StateStuck || !last.LowConfidence || last.Kill || last.CallIndex != 8 {
+		t.Fatalf("name-only threshold: %+v", last)
+	}
+}
+
+func TestDryRunMarksInsteadOfKilling(t *testing.T) {
+	e := mustEngine(t, func(c *Config) { c.Kill.DryRun = true })
+	b := newBuilder("s")
+	var calls []*ToolCall
+	for i := 0; i < 6; i++ {
+		calls = append(calls, b.call(time.Duration(i)*time.Second, "bash", `{"c":"ls"}`, "a"))
+	}
+	var dry int
+	for _, tr := range observeAll(e, calls) {
+		if tr.Kill {
+			t.Fatalf("dry run killed: %+v", tr)
+		}
+		if tr.DryRun {
+			dry++
+		}
+	}
+	if dry != 1 {
+		t.Fatalf("dry-run marks = %d, want 1", dry)
+	}
+}
+
+func TestKillDisabled(t *testing.T) {
+	e := mustEngine(t, func(c *Config) { c.Kill.Enabled = false })
+	b := newBuilder("s")
+	var calls []*ToolCall
+	for i := 0; i < 10; i++ {
+		calls = append(calls, b.call(time.Duration(i)*time.Second, "bash", `{"c":"ls"}`, "a"))
+	}
+	tr := observeAll(e, calls)
+	if len(tr) != 1 || tr[0].To != StateStuck || tr[0].Kill || tr[0].DryRun {
+		t.Fatalf("kill disabled: %+v", tr)
+	}
+}
+
+func TestEventIDsAreStablePerSessionAndSequence(t *testing.T) {
+	run := func() []Transition {
+		e := mustEngine(t, nil)
+		b := newBuilder("sess-1")
+		var calls []*ToolCall
+		for i := 0; i < 6; i++ {
+			calls = append(calls, b.call(time.Duration(i)*time.Second, "bash", `{"c":"ls"}`, "a"))
+		}
+		return observeAll(e, calls)
+	}
+	a, b := run(), run()
+	if len(a) != 2 || a[0].ID != b[0].ID || a[1].ID != b[1].ID || a[0].ID == a[1].ID || a[1].Seq != 2 {
+		t.Fatalf("ids: %v %v", a, b)
+	}
+}
+
+func TestConcurrentSessions(t *testing.T) {
+	e := mustEngine(t, nil)
+	var wg sync.WaitGroup
+	kills := make([]int, 8)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for s := 0; s < 50; s++ {
+				b := newBuilder(fmt.Sprintf("g%d-s%d", g, s))
+				var out []Transition
+				for i := 0; i < 7; i++ {
+					c := b.call(time.Duration(i)*time.Second, "bash", `{"c":"ls"}`, "same")
+					out = e.Observe(c, c.End, out[:0])
+					for _, tr := range out {
+						if tr.Kill {
+							kills[g]++
+						}
+					}
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	for g, k := range kills {
+		if k != 50 {
+			t.Fatalf("goroutine %d: %d kills, want one per session (50)", g, k)
+		}
+	}
+}
+
+func TestHistoryStaysBoundedOverALongLoop(t *testing.T) {
+	e := mustEngine(t, nil)
+	b := newBuilder("s")
+	var kills int
+	var out []Transition
+	for i := 0; i < 100_000; i++ {
+		c := b.call(time.Duration(i)*time.Second, "bash", `{"c":"ls"}`, "same")
+		out = e.Observe(c, c.End, out[:0])
+		for _, tr := range out {
+			if tr.Kill {
+				kills++
+			}
+		}
+	}
+	sh := &e.shards[0]
+	for i := range e.shards {
+		if len(e.shards[i].sessions) > 0 {
+			sh = &e.shards[i]
+		}
+	}
+	for _, s := range sh.sessions {
+		if len(s.hist) > e.cfg.HistorySize || cap(s.hist) > e.cfg.HistorySize {
+			t.Fatalf("history grew to %d (cap %d)", len(s.hist), cap(s.hist))
+		}
+		if s.total != 100_000 {
+			t.Fatalf("counted %d calls", s.total)
+		}
+	}
+	if kills != 1 {
+		t.Fatalf("kills = %d over one loop, want 1", kills)
+	}
+}
