@@ -204,7 +204,9 @@ func (c *Config) engineConfig() (engine.Config, error) {
 			AfterLoopCalls:     c.Kill.AfterLoopCalls,
 			AllowLowConfidence: c.Kill.AllowLowConfidence,
 		},
-		DigestKey: []byte(c.DigestKey),
+	}
+	if c.DigestKey != "" {
+		ec.DigestKey = []byte(c.DigestKey)
 	}
 	for _, s := range c.Kill.Reasons {
 		r, ok := engine.ParseReason(s)

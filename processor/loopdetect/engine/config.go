@@ -25,10 +25,9 @@ type Config struct {
 	// NameOnlyThreshold lets name-only signatures reach stuck when that many
 	// identical ones are in the history (0: never; they stay uncertain).
 	NameOnlyThreshold int
-	// UnchangedResult enables the seed-004 rule: the same call returning an
-	// identical result twice in a row is stuck.
-	UnchangedResult bool
 	// TerminalReread enables the seed-004 rule: re-reading a terminal result.
+	// (The other seed-004 rule, an identical result twice in a row, is the
+	// period-1 case of the periodic rule, reported as unchanged_result.)
 	TerminalReread bool
 	// Backstop marks a session stuck when it has been active this long (0: off).
 	Backstop time.Duration
@@ -80,7 +79,6 @@ func DefaultConfig() Config {
 		MinRepetitions:    2,
 		FrequentWindow:    10,
 		FrequentThreshold: 5,
-		UnchangedResult:   true,
 		TerminalReread:    true,
 		Backstop:          2 * time.Hour,
 		Hysteresis:        1,

@@ -1,0 +1,74 @@
+package loopdetect
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"go.opentelemetry.io/collector/confmap"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/metadata"
+)
+
+func TestLoadConfig(t *testing.T) {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	custom := createDefaultConfig()
+	custom.Session.Keys = []string{"gen_ai.conversation.id", "session.id"}
+	custom.MaxSessions = 5000
+	custom.IdleTimeout = 10 * time.Minute
+	custom.HistorySize = 16
+	custom.MaxPeriod = 4
+	custom.FrequentIdentical = FrequentConfig{Window: 12, Threshold: 6}
+	custom.NameOnlyThreshold = 14
+	custom.Backstop = 3 * time.Hour
+	custom.Hysteresis = 2
+	custom.Retry = RetryConfig{RetryableClasses: []string{"rate_limit", "503"}, InitialInterval: time.Second, BackoffRate: 3, MaxAttempts: 4, Tolerance: 0.1}
+	custom.Lease.MaxRenewals = 1
+	custom.Kill = KillConfig{Enabled: true, DryRun: true, Reasons: []string{"backstop"}, AfterLoopCalls: 8}
+	custom.Normalizer.ToolOverrides = map[string]engine.KeyOverride{"clock": {Keep: []string{"timestamp"}}}
+	custom.DigestKey = "s3cr3t"
+	custom.TickInterval = 5 * time.Second
+
+	tests := []struct {
+		id      component.ID
+		want    *Config
+		wantErr string
+	}{
+		{id: component.NewID(metadata.Type), want: createDefaultConfig()},
+		{id: component.NewIDWithName(metadata.Type, "custom"), want: custom},
+		{id: component.NewIDWithName(metadata.Type, "bad_history"), wantErr: "history_size"},
+		{id: component.NewIDWithName(metadata.Type, "bad_reason"), wantErr: `kill.reasons: unknown reason "bored"`},
+		{id: component.NewIDWithName(metadata.Type, "bad_window"), wantErr: "frequent_identical"},
+		{id: component.NewIDWithName(metadata.Type, "bad_tick"), wantErr: "tick_interval"},
+		{id: component.NewIDWithName(metadata.Type, "no_tool_match"), wantErr: "attributes.tool_call"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id.String(), func(t *testing.T) {
+			cfg := NewFactory().CreateDefaultConfig()
+			sub, err := cm.Sub(tt.id.String())
+			require.NoError(t, err)
+			require.NoError(t, sub.Unmarshal(cfg))
+			err = confmap.Validate(cfg)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, cfg)
+		})
+	}
+}
+
+func TestDefaultsMatchTheEngine(t *testing.T) {
+	cfg := createDefaultConfig()
+	ec, err := cfg.engineConfig()
+	require.NoError(t, err)
+	def := engine.DefaultConfig()
+	assert.Equal(t, def, ec)
+}
