@@ -111,6 +111,9 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 	s := sh.get(e, c.Session, kh)
 	nowNs := now.UnixNano()
 	s.lastSeen = nowNs
+	if s.firstSeen == 0 {
+		s.firstSeen = nowNs
+	}
 	s.noteMeta(c)
 	if s.isDuplicate(c, &sh.names) {
 		e.stats.Duplicates.Add(1)
@@ -174,7 +177,7 @@ func (e *Engine) Tick(now time.Time, out []Transition) []Transition {
 		}
 		for _, s := range sh.sessions {
 			leaseEnded := s.state == StateWaiting && s.lease.deadline <= nowNs
-			backstop := e.cfg.Backstop > 0 && s.firstStart > 0 && nowNs-s.firstStart >= int64(e.cfg.Backstop) && !s.loop.backstop
+			backstop := e.cfg.Backstop > 0 && s.firstSeen > 0 && nowNs-s.firstSeen >= int64(e.cfg.Backstop) && !s.loop.backstop
 			if leaseEnded || backstop {
 				out = e.evaluate(sh, s, nowNs, TriggerTick, [8]byte{}, out)
 			}

@@ -46,6 +46,9 @@ type session struct {
 	hist       []record
 	total      int64
 	firstStart int64
+	// firstSeen is the engine time of the first call: the backstop counts
+	// from it, so an agent's skewed span clock cannot trip it.
+	firstSeen  int64
 	lastSeen   int64
 	traceID    [16]byte
 	lastParent [8]byte
@@ -356,7 +359,7 @@ func (e *Engine) decide(s *session, now int64) verdict {
 	h := s.hist
 	n := len(h)
 	v := verdict{state: StateWorking, reason: ReasonNoLoop, loopStart: -1, window: n}
-	if e.cfg.Backstop > 0 && s.firstStart > 0 && now-s.firstStart >= int64(e.cfg.Backstop) {
+	if e.cfg.Backstop > 0 && s.firstSeen > 0 && now-s.firstSeen >= int64(e.cfg.Backstop) {
 		return verdict{state: StateStuck, reason: ReasonBackstop, loopStart: 0, window: n}
 	}
 	if n == 0 {
@@ -636,7 +639,7 @@ func (e *Engine) explain(sh *shard, s *session, v verdict, from State, trig Trig
 	case ReasonTerminalReread:
 		fmt.Fprintf(&b, "loop detected: terminal result of %s re-read (x%d)", tool, v.reps)
 	case ReasonBackstop:
-		fmt.Fprintf(&b, "backstop: session active for %s (limit %s)", time.Duration(now-s.firstStart).Round(time.Second), e.cfg.Backstop)
+		fmt.Fprintf(&b, "backstop: session active for %s (limit %s)", time.Duration(now-s.firstSeen).Round(time.Second), e.cfg.Backstop)
 	case ReasonNonRetryableError:
 		fmt.Fprintf(&b, "loop detected: %s failed x%d with non-retryable error %q", tool, v.count, sh.names.name(v.errClass))
 	case ReasonBackoffCollapsed:
