@@ -54,7 +54,7 @@ func otelcolBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "otelcol-loop")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", binPath, ".")
+		cmd := exec.Command("go", "build", "-buildvcs=false", "-trimpath", "-o", binPath, ".")
 		cmd.Dir = filepath.Join(root, "cmd", "otelcol-loop")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("building cmd/otelcol-loop: %v\n%s", err, out)
@@ -197,7 +197,8 @@ func TestGeneratedDistributionUpToDate(t *testing.T) {
 			continue
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("cmd/otelcol-loop/%s differs from what builder-config.yaml generates; run `make distribution` and commit\n%s",
+			t.Errorf("cmd/otelcol-loop/%s differs from what builder-config.yaml generates (the manifest or the root go.mod changed);"+
+				" run `make generate-distribution` and commit cmd/otelcol-loop\n%s",
 				f, firstDiff(string(want), string(got)))
 		}
 	}

@@ -227,7 +227,7 @@ func TestBadFlags(t *testing.T) {
 // 143 and prints no result line.
 func TestSIGTERM(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "loopagent")
-	build := exec.Command("go", "build", "-o", bin, ".")
+	build := exec.Command("go", "build", "-buildvcs=false", "-o", bin, ".")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
