@@ -96,3 +96,17 @@ func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }
+
+// TestRecordedVerdictsAreNotRepeated: a live collector's export already
+// carries transition events; replaying it prints each verdict once.
+func TestRecordedVerdictsAreNotRepeated(t *testing.T) {
+	in := "../../testdata/scenarios/lease-expiry-tick/input.jsonl"
+	var first, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{in}, nil, &first, &errOut), errOut.String())
+	// Record what a live pipeline would have exported: the processed spans.
+	recorded := filepath.Join(t.TempDir(), "recorded.jsonl")
+	require.NoError(t, exportProcessed(in, recorded))
+	var again bytes.Buffer
+	require.Equal(t, 0, run([]string{recorded}, nil, &again, &errOut), errOut.String())
+	require.Equal(t, first.String(), again.String())
+}

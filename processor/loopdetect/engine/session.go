@@ -381,7 +381,10 @@ func (e *Engine) decide(s *session, now int64) verdict {
 			}
 		}
 	}
-	repetition := periodic || frequent || terminalAt >= 0
+	// A repetition without progress is what a lease or a retry policy may
+	// explain; a repetition whose fingerprint moves needs no explaining.
+	periodicStall := periodic && (sh.fpRun >= sh.period*e.cfg.MinRepetitions || sh.missing || sh.lowConf)
+	repetition := periodicStall || (frequent && !frequentProgress) || terminalAt >= 0
 
 	// 1. waiting: a valid lease covers the repetition.
 	if repetition && s.lease.active && s.lease.deadline > now {
