@@ -136,8 +136,24 @@ func firstSpanOrResource[S Span](s S, keys []string) (Value, string, bool) {
 	return Value{}, "", false
 }
 
-// Classify reports whether s is a tool call and which client shape matched.
+// Classify reports whether s is a tool call and which client shape matched:
+// span names first, then the attribute matches, then ClientHints refine the
+// client name. Spans that are no tool call cost only these lookups.
 func Classify[S Span](x *Extractor, s S) (string, bool) {
+	client, ok := classify(x, s)
+	if !ok {
+		return "", false
+	}
+	for i := range x.keys.ClientHints {
+		h := &x.keys.ClientHints[i]
+		if v, found := s.Attr(h.Key); found && h.matchValue(v) {
+			return h.Client, true
+		}
+	}
+	return client, true
+}
+
+func classify[S Span](x *Extractor, s S) (string, bool) {
 	name := s.Name()
 	for _, m := range x.keys.ToolSpanNames {
 		if m.matchName(name) {
@@ -152,6 +168,16 @@ func Classify[S Span](x *Extractor, s S) (string, bool) {
 	return "", false
 }
 
+func (x *Extractor) skipped(s Span) bool {
+	for i := range x.keys.SkipSpans {
+		m := &x.keys.SkipSpans[i]
+		if v, ok := s.Attr(m.Key); ok && m.matchValue(v) {
+			return true
+		}
+	}
+	return false
+}
+
 // Extract fills c from s and reports whether s is a tool call.
 func Extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall) (bool, Outcome) {
 	var out Outcome
@@ -161,7 +187,7 @@ func Extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall) (bool, 
 	}
 	*c = engine.ToolCall{Client: client}
 	c.Tool = x.toolName(s)
-	if _, skip := x.skip[c.Tool]; skip {
+	if _, skip := x.skip[c.Tool]; skip || x.skipped(s) {
 		return false, out
 	}
 	c.TraceID, c.SpanID, c.ParentSpanID = s.TraceID(), s.SpanID(), s.ParentSpanID()
@@ -202,6 +228,9 @@ func Extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall) (bool, 
 	}
 
 	args, argsOK := x.lookupContent(s, x.keys.Arguments, x.keys.ArgumentEvents)
+	if argsOK {
+		args = unwrapArgs(args)
+	}
 	c.Signature, c.Args = x.norm.Signature(c.Tool, args, argsOK)
 	switch c.Args {
 	case engine.ArgsOpaque:
@@ -211,6 +240,9 @@ func Extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall) (bool, 
 	}
 
 	result, resultOK := x.lookupContent(s, x.keys.Result, x.keys.ResultEvents)
+	if resultOK {
+		result = unwrapResult(result)
+	}
 	c.Failed, c.ErrorClass = x.failure(s, result, resultOK)
 
 	if v, _, ok := first(s, []string{x.keys.Fingerprint}); ok && v.Text() != "" {
@@ -218,9 +250,8 @@ func Extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall) (bool, 
 	} else if resultOK {
 		r := x.norm.Result(c.Tool, result)
 		c.Fingerprint, c.FingerprintSource, c.Terminal = r.Digest, engine.FingerprintResult, r.Terminal
-		if r.Opaque && looksLikeJSON(result) {
-			out.Malformed = true
-		}
+		// Results are often plain text ("[main 1a2b] commit"): only
+		// malformed arguments, which are JSON by contract, are counted.
 	} else if c.Failed {
 		c.Fingerprint, c.FingerprintSource = engine.Digest(xxhash.Sum64String(c.ErrorClass)), engine.FingerprintError
 	}
@@ -268,9 +299,18 @@ func (x *Extractor) toolName(s Span) string {
 }
 
 // lookupContent reads arguments or results from span attributes, else from
-// span events (Strands puts them in gen_ai.tool.message / gen_ai.choice).
+// span events (Strands puts them in gen_ai.tool.message / gen_ai.choice, or
+// in gen_ai.client.inference.operation.details messages). Values listed as
+// redacted count as absent.
 func (x *Extractor) lookupContent(s Span, keys []string, events []EventKey) (string, bool) {
-	if v, _, ok := first(s, keys); ok {
+	for _, k := range keys {
+		v, ok := s.Attr(k)
+		if !ok {
+			continue
+		}
+		if x.redacted(k, v) {
+			return "", false
+		}
 		return v.Text(), true
 	}
 	if len(events) == 0 {
@@ -282,12 +322,65 @@ func (x *Extractor) lookupContent(s Span, keys []string, events []EventKey) (str
 			if s.EventName(i) != ek.Event {
 				continue
 			}
-			if v, ok := s.EventAttr(i, ek.Key); ok {
+			v, ok := s.EventAttr(i, ek.Key)
+			if !ok {
+				continue
+			}
+			if ek.Path == "" {
 				return v.Text(), true
+			}
+			if raw, found := atPath(v.Text(), ek.Path); found {
+				return raw, true
 			}
 		}
 	}
 	return "", false
+}
+
+func (x *Extractor) redacted(key string, v Value) bool {
+	for i := range x.keys.Redacted {
+		m := &x.keys.Redacted[i]
+		if m.Key == key && m.matchValue(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// unwrapArgs returns the real arguments inside OpenLLMetry's LangChain tool
+// input ({"input_str","tags","metadata","inputs","kwargs"}): the engine's
+// normalizer unwraps that wrapper only without "kwargs", and its tags
+// ("seq:step:N") change on every LangGraph step.
+func unwrapArgs(args string) string {
+	if !strings.Contains(args, `"input_str"`) && !strings.Contains(args, `"inputs"`) {
+		return args
+	}
+	if onlyKeys(args, "inputs", "input_str", "tags", "metadata", "inputs", "kwargs") {
+		if in, ok := member(args, "inputs"); ok && !isNullOrEmpty(in) {
+			return in
+		}
+	}
+	if onlyKeys(args, "input_str", "input_str", "tags", "metadata", "inputs", "kwargs") {
+		if in, ok := member(args, "input_str"); ok {
+			return in
+		}
+	}
+	return args
+}
+
+// unwrapResult returns the tool output inside OpenLLMetry's LangChain tool
+// output ({"output": …, "kwargs": …}); a serialized ToolMessage inside it is
+// then unwrapped by the normalizer.
+func unwrapResult(result string) string {
+	if !strings.Contains(result, `"output"`) {
+		return result
+	}
+	if onlyKeys(result, "output", "output", "kwargs") {
+		if out, ok := member(result, "output"); ok {
+			return out
+		}
+	}
+	return result
 }
 
 func (x *Extractor) failure(s Span, result string, resultOK bool) (bool, string) {
@@ -298,6 +391,12 @@ func (x *Extractor) failure(s Span, result string, resultOK bool) (bool, string)
 	}
 	if v, _, ok := first(s, x.keys.ToolStatus); ok && strings.EqualFold(v.Text(), "error") {
 		isErr = true
+	}
+	for i := range x.keys.Failure {
+		m := &x.keys.Failure[i]
+		if v, ok := s.Attr(m.Key); ok && m.matchValue(v) {
+			isErr = true
+		}
 	}
 	if n := s.EventCount(); n > 0 {
 		for i := 0; i < n; i++ {

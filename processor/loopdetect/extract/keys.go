@@ -2,12 +2,25 @@ package extract
 
 import "strings"
 
-// Match classifies a span as a tool call when attribute Key equals Value
-// (case-insensitively); Client names the recognised client shape.
+// Match tests one span attribute: Key equals Value (case-insensitively)
+// when Value is set, else the string value starts with Prefix when Prefix is
+// set, else Key is present. Client names the recognised client shape.
 type Match struct {
 	Key    string `mapstructure:"key"`
 	Value  string `mapstructure:"value"`
+	Prefix string `mapstructure:"prefix"`
 	Client string `mapstructure:"client"`
+}
+
+func (m *Match) matchValue(v Value) bool {
+	switch {
+	case m.Value != "":
+		return v.Kind == KindString && strings.EqualFold(v.Str, m.Value) ||
+			v.Kind != KindString && strings.EqualFold(v.Text(), m.Value)
+	case m.Prefix != "":
+		return v.Kind == KindString && strings.HasPrefix(v.Str, m.Prefix)
+	}
+	return true
 }
 
 // NameMatch classifies a span as a tool call by its name: exact Name, or
@@ -25,10 +38,13 @@ func (m NameMatch) matchName(n string) bool {
 	return n == m.Name
 }
 
-// EventKey reads a value from the attribute Key of span events named Event.
+// EventKey reads a value from the attribute Key of span events named Event;
+// Path, when set, selects a part of that JSON value: member names and array
+// indexes separated by dots (e.g. "0.parts.0.arguments").
 type EventKey struct {
 	Event string `mapstructure:"event"`
 	Key   string `mapstructure:"key"`
+	Path  string `mapstructure:"path"`
 }
 
 // Keys are the attribute key lists of SPEC §3, each evaluated in order,
@@ -38,8 +54,14 @@ type Keys struct {
 	ToolCall []Match `mapstructure:"tool_call"`
 	// ToolSpanNames are the span names that make a span a tool call.
 	ToolSpanNames []NameMatch `mapstructure:"tool_span_names"`
+	// ClientHints refine the client name of a span already classified as a
+	// tool call (first hit wins), e.g. an execute_tool span from Google ADK.
+	ClientHints []Match `mapstructure:"client_hints"`
 	// SkipToolNames are tool names never counted (e.g. "(merged tools)").
 	SkipToolNames []string `mapstructure:"skip_tool_names"`
+	// SkipSpans are tool spans never counted as actions (e.g. Pydantic AI's
+	// output tool, whose logfire.msg starts "running output function").
+	SkipSpans []Match `mapstructure:"skip_spans"`
 	// ToolName keys; else the span name with NamePrefixes/NameSuffixes cut.
 	ToolName     []string `mapstructure:"tool_name"`
 	NamePrefixes []string `mapstructure:"name_prefixes"`
@@ -49,6 +71,10 @@ type Keys struct {
 	ArgumentEvents []EventKey `mapstructure:"argument_events"`
 	Result         []string   `mapstructure:"result"`
 	ResultEvents   []EventKey `mapstructure:"result_events"`
+	// Redacted are argument/result values that mean "content not recorded"
+	// (Google ADK's "{}" with capture off, OpenInference's "__REDACTED__"):
+	// treated as absent, never as content.
+	Redacted []Match `mapstructure:"redacted"`
 	// CallID keys; IgnoreCallIDs are placeholder values that mean "none".
 	CallID        []string `mapstructure:"call_id"`
 	IgnoreCallIDs []string `mapstructure:"ignore_call_ids"`
@@ -57,6 +83,9 @@ type Keys struct {
 	ErrorType    []string `mapstructure:"error_type"`
 	ToolStatus   []string `mapstructure:"tool_status"`
 	RetryMarkers []string `mapstructure:"retry_markers"`
+	// Failure are further attribute values that mark a failed call (Claude
+	// Code's success = "false").
+	Failure []Match `mapstructure:"failure"`
 	// Session keys, looked up on the span, then the resource; empty or no
 	// hit means the trace id.
 	Session []string `mapstructure:"session"`
@@ -86,19 +115,75 @@ func DefaultKeys() Keys {
 		ToolSpanNames: []NameMatch{
 			{Name: "ai.toolCall", Client: "vercel_ai"},
 			{Name: "claude_code.tool", Client: "claude_code"},
+			// Claude Code's tool_result log events (logs input).
+			{Name: "claude_code.tool_result", Client: "claude_code"},
+			// Logfire's OpenAI Agents integration names spans by their
+			// message template.
+			{Prefix: "Function: ", Client: "openai_agents_logfire"},
+			// Pydantic AI instrumentation version 1–2 ("running tool") and
+			// older execute_tool spans without gen_ai.operation.name.
+			{Name: "running tool", Client: "pydantic_ai"},
+			{Prefix: "execute_tool ", Client: "genai_semconv"},
+		},
+		ClientHints: []Match{
+			{Key: "ai.operationId", Value: "ai.toolCall", Client: "vercel_ai"},
+			{Key: "gcp.vertex.agent.tool_call_args", Client: "google_adk"},
+			{Key: "gcp.vertex.agent.tool_response", Client: "google_adk"},
+			{Key: "gcp.vertex.agent.llm_request", Client: "google_adk"},
+			{Key: "logfire.msg", Prefix: "running tool", Client: "pydantic_ai"},
+			{Key: "logfire.msg", Prefix: "invalid tool call", Client: "pydantic_ai"},
+			{Key: "gen_ai.system", Value: "strands-agents", Client: "strands"},
+			{Key: "gen_ai.provider.name", Value: "strands-agents", Client: "strands"},
+			{Key: "mcp.method.name", Value: "tools/call", Client: "mcp"},
+			{Key: "tool.agent_role", Client: "crewai"},
+			{Key: "tool.run_attempts", Client: "crewai"},
 		},
 		SkipToolNames: []string{"(merged tools)"},
-		ToolName:      []string{"gen_ai.tool.name", "tool.name", "ai.toolCall.name", "traceloop.entity.name"},
-		NamePrefixes:  []string{"execute_tool "},
-		NameSuffixes:  []string{".tool", ".run"},
-		Arguments:     []string{"gen_ai.tool.call.arguments", "input.value", "gcp.vertex.agent.tool_call_args", "ai.toolCall.args", "traceloop.entity.input"},
-		Result:        []string{"gen_ai.tool.call.result", "output.value", "gcp.vertex.agent.tool_response", "ai.toolCall.result", "traceloop.entity.output"},
-		CallID:        []string{"gen_ai.tool.call.id", "tool.id", "ai.toolCall.id"},
+		SkipSpans: []Match{
+			{Key: "logfire.msg", Prefix: "running output function"},
+		},
+		ToolName:     []string{"gen_ai.tool.name", "tool.name", "ai.toolCall.name", "traceloop.entity.name", "tool_name", "name"},
+		NamePrefixes: []string{"execute_tool ", "tools/call ", "Function: "},
+		NameSuffixes: []string{".tool", ".run"},
+		Arguments: []string{
+			"gen_ai.tool.call.arguments", "input.value", "gcp.vertex.agent.tool_call_args", "ai.toolCall.args",
+			"traceloop.entity.input", "ai.toolCall.input", "tool_arguments", "tool_input", "tool_parameters", "input",
+		},
+		ArgumentEvents: []EventKey{
+			{Event: "gen_ai.tool.message", Key: "content"},
+			{Event: "gen_ai.client.inference.operation.details", Key: "gen_ai.input.messages", Path: "0.parts.0.arguments"},
+		},
+		Result: []string{
+			"gen_ai.tool.call.result", "output.value", "gcp.vertex.agent.tool_response", "ai.toolCall.result",
+			"traceloop.entity.output", "ai.toolCall.output", "tool_response", "output",
+		},
+		ResultEvents: []EventKey{
+			{Event: "gen_ai.choice", Key: "message"},
+			{Event: "gen_ai.client.inference.operation.details", Key: "gen_ai.output.messages", Path: "0.parts.0.response"},
+		},
+		Redacted: []Match{
+			{Key: "gcp.vertex.agent.tool_call_args", Value: "{}"},
+			{Key: "gcp.vertex.agent.tool_response", Value: "{}"},
+			{Key: "gcp.vertex.agent.tool_response", Value: `{"result": "<not specified>"}`},
+			{Key: "input.value", Value: "__REDACTED__"},
+			{Key: "output.value", Value: "__REDACTED__"},
+		},
+		CallID:        []string{"gen_ai.tool.call.id", "tool.id", "ai.toolCall.id", "tool_use_id"},
 		IgnoreCallIDs: []string{"unknown", "<not specified>"},
 		ErrorType:     []string{"error.type"},
 		ToolStatus:    []string{"gen_ai.tool.status"},
-		RetryMarkers:  []string{"An error occurred while running the tool. Please try again."},
-		Agent:         []string{"gen_ai.agent.name", "gen_ai.agent.id"},
+		RetryMarkers: []string{
+			// OpenAI Agents SDK's default tool error function.
+			"An error occurred while running the tool. Please try again.",
+			// CrewAI's refusal of a repeated identical call.
+			"I tried reusing the same input, I must stop using this action input.",
+			// Pydantic AI's retry prompt (ModelRetry / validation error).
+			"Fix the errors and try again.",
+		},
+		Failure: []Match{
+			{Key: "success", Value: "false"},
+		},
+		Agent: []string{"gen_ai.agent.name", "gen_ai.agent.id"},
 
 		Fingerprint:          "loopdetect.progress.fingerprint",
 		RetryAttempt:         "loopdetect.retry.attempt",

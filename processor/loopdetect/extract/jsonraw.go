@@ -1,0 +1,242 @@
+package extract
+
+import "strings"
+
+// This file reads raw JSON text without decoding it: it finds a member or an
+// array element and returns the slice of the input that holds its value, so
+// client wrappers can be unwrapped without allocating. Anything malformed
+// simply reports "not found"; the normalizer then sees the whole document.
+
+// skipWS returns the index of the first non-space byte at or after i.
+func skipWS(s string, i int) int {
+	for i < len(s) {
+		switch s[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipString returns the index after the JSON string starting at s[i] == '"'.
+func skipString(s string, i int) (int, bool) {
+	for i++; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1, true
+		}
+	}
+	return 0, false
+}
+
+// maxRawDepth bounds nesting, so hostile input cannot make skipping costly
+// beyond its length.
+const maxRawDepth = 64
+
+// skipValue returns the index after the JSON value starting at s[i].
+func skipValue(s string, i int) (int, bool) {
+	i = skipWS(s, i)
+	if i >= len(s) {
+		return 0, false
+	}
+	switch s[i] {
+	case '"':
+		return skipString(s, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(s); i++ {
+			switch s[i] {
+			case '"':
+				end, ok := skipString(s, i)
+				if !ok {
+					return 0, false
+				}
+				i = end - 1
+			case '{', '[':
+				depth++
+				if depth > maxRawDepth {
+					return 0, false
+				}
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1, true
+				}
+			}
+		}
+		return 0, false
+	default:
+		start := i
+		for i < len(s) {
+			switch s[i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return i, i > start
+			}
+			i++
+		}
+		return i, i > start
+	}
+}
+
+// rawKey returns the unescaped-enough key text of the string at s[i]: keys
+// with escapes are returned with their escapes (they then match nothing we
+// look for, which is the safe outcome).
+func rawKey(s string, i int) (string, int, bool) {
+	end, ok := skipString(s, i)
+	if !ok {
+		return "", 0, false
+	}
+	return s[i+1 : end-1], end, true
+}
+
+// eachMember calls fn for every member of the object at the start of doc,
+// with the raw value text; fn returns false to stop. It reports false for
+// anything that is not a well-formed object.
+func eachMember(doc string, fn func(key, raw string) bool) bool {
+	i := skipWS(doc, 0)
+	if i >= len(doc) || doc[i] != '{' {
+		return false
+	}
+	i = skipWS(doc, i+1)
+	if i < len(doc) && doc[i] == '}' {
+		return true
+	}
+	for i < len(doc) {
+		if doc[i] != '"' {
+			return false
+		}
+		key, next, ok := rawKey(doc, i)
+		if !ok {
+			return false
+		}
+		i = skipWS(doc, next)
+		if i >= len(doc) || doc[i] != ':' {
+			return false
+		}
+		vs := skipWS(doc, i+1)
+		ve, ok := skipValue(doc, vs)
+		if !ok {
+			return false
+		}
+		if !fn(key, doc[vs:ve]) {
+			return true
+		}
+		i = skipWS(doc, ve)
+		if i >= len(doc) {
+			return false
+		}
+		switch doc[i] {
+		case ',':
+			i = skipWS(doc, i+1)
+		case '}':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// member returns the raw value of the top-level member key of an object.
+func member(doc, key string) (string, bool) {
+	var out string
+	found := false
+	eachMember(doc, func(k, raw string) bool {
+		if k == key {
+			out, found = raw, true
+			return false
+		}
+		return true
+	})
+	return out, found
+}
+
+// element returns the raw value of element n of the array at the start of doc.
+func element(doc string, n int) (string, bool) {
+	i := skipWS(doc, 0)
+	if i >= len(doc) || doc[i] != '[' {
+		return "", false
+	}
+	i = skipWS(doc, i+1)
+	for idx := 0; i < len(doc) && doc[i] != ']'; idx++ {
+		ve, ok := skipValue(doc, i)
+		if !ok {
+			return "", false
+		}
+		if idx == n {
+			return doc[i:ve], true
+		}
+		i = skipWS(doc, ve)
+		if i < len(doc) && doc[i] == ',' {
+			i = skipWS(doc, i+1)
+		}
+	}
+	return "", false
+}
+
+// atPath follows a dot-separated path of member names and array indexes
+// ("0.parts.0.arguments") and returns the raw value found there.
+func atPath(doc, path string) (string, bool) {
+	cur := strings.TrimSpace(doc)
+	for path != "" {
+		seg, rest, _ := strings.Cut(path, ".")
+		path = rest
+		var ok bool
+		if n, isIdx := index(seg); isIdx && strings.HasPrefix(cur, "[") {
+			cur, ok = element(cur, n)
+		} else {
+			cur, ok = member(cur, seg)
+		}
+		if !ok {
+			return "", false
+		}
+	}
+	return cur, true
+}
+
+func index(seg string) (int, bool) {
+	if seg == "" || len(seg) > 6 {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(seg); i++ {
+		c := seg[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+// onlyKeys reports whether doc is an object whose keys all appear in allowed
+// and which has the key must.
+func onlyKeys(doc, must string, allowed ...string) bool {
+	has := false
+	ok := eachMember(doc, func(k, _ string) bool {
+		if k == must {
+			has = true
+		}
+		for _, a := range allowed {
+			if k == a {
+				return true
+			}
+		}
+		has = false
+		return false
+	})
+	return ok && has
+}
+
+// isNullOrEmpty reports a raw JSON null, "" or an empty object/array.
+func isNullOrEmpty(raw string) bool {
+	switch strings.TrimSpace(raw) {
+	case "", "null", `""`, "{}", "[]":
+		return true
+	}
+	return false
+}
