@@ -79,6 +79,7 @@ bench: $(BENCHSTAT)
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzCanonicalArgs -fuzztime $(FUZZTIME) ./processor/loopdetect/engine/
 	$(GO) test -run '^$$' -fuzz FuzzNormalizeResult -fuzztime $(FUZZTIME) ./processor/loopdetect/engine/
+	$(GO) test -run '^$$' -fuzz FuzzVerifyAndParse -fuzztime $(FUZZTIME) ./cmd/loopsupervisor/internal/webhook/
 
 demo:
 	@echo "make demo arrives with the distribution issue (#5)"; exit 1

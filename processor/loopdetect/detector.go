@@ -135,7 +135,12 @@ func (d *detector) now() time.Time {
 
 func (d *detector) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 	st := d.pool.Get().(*batchState)
-	defer d.pool.Put(st)
+	defer func() {
+		// The call's strings point into this batch: drop them before reuse,
+		// so no pdata outlives forwarding.
+		st.call = engine.ToolCall{}
+		d.pool.Put(st)
+	}()
 	var spans, calls, malformed, oversized, badEvidence int64
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
