@@ -12,9 +12,11 @@ import (
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
 )
 
-// span adapts an sdktrace.ReadOnlySpan to extract.Span. It is a value type
-// so extract.Extract is instantiated for it without boxing; the slices are
-// read once from the span, because ReadOnlySpan methods are interface calls.
+// span adapts an sdktrace.ReadOnlySpan to extract.Span. The processor
+// passes a pointer into its pooled per-call memory: extract's helpers take
+// the Span interface, and boxing a pointer allocates nothing (boxing this
+// four-word struct would, once per helper). The slices are read once from
+// the span, because ReadOnlySpan methods are interface calls.
 type span struct {
 	s      sdktrace.ReadOnlySpan
 	attrs  []attribute.KeyValue
@@ -22,8 +24,8 @@ type span struct {
 	events []sdktrace.Event
 }
 
-func newSpan(s sdktrace.ReadOnlySpan) span {
-	return span{s: s, attrs: s.Attributes(), res: s.Resource().Set(), events: s.Events()}
+func (sp *span) reset(s sdktrace.ReadOnlySpan) {
+	*sp = span{s: s, attrs: s.Attributes(), res: s.Resource().Set(), events: s.Events()}
 }
 
 // lookup scans attributes linearly: spans carry few, and the SDK keeps
@@ -89,11 +91,11 @@ func raw(v attribute.Value) any {
 	return v.AsInterface()
 }
 
-func (s span) Name() string { return s.s.Name() }
+func (s *span) Name() string { return s.s.Name() }
 
-func (s span) Attr(key string) (extract.Value, bool) { return lookup(s.attrs, key) }
+func (s *span) Attr(key string) (extract.Value, bool) { return lookup(s.attrs, key) }
 
-func (s span) ResourceAttr(key string) (extract.Value, bool) {
+func (s *span) ResourceAttr(key string) (extract.Value, bool) {
 	if key == "" {
 		return extract.Value{}, false
 	}
@@ -104,27 +106,27 @@ func (s span) ResourceAttr(key string) (extract.Value, bool) {
 	return value(v), true
 }
 
-func (s span) TraceID() [16]byte { return s.s.SpanContext().TraceID() }
+func (s *span) TraceID() [16]byte { return s.s.SpanContext().TraceID() }
 
-func (s span) SpanID() [8]byte { return s.s.SpanContext().SpanID() }
+func (s *span) SpanID() [8]byte { return s.s.SpanContext().SpanID() }
 
-func (s span) ParentSpanID() [8]byte { return s.s.Parent().SpanID() }
+func (s *span) ParentSpanID() [8]byte { return s.s.Parent().SpanID() }
 
-func (s span) Start() time.Time { return s.s.StartTime() }
+func (s *span) Start() time.Time { return s.s.StartTime() }
 
-func (s span) End() time.Time { return s.s.EndTime() }
+func (s *span) End() time.Time { return s.s.EndTime() }
 
-func (s span) Status() (bool, string) {
+func (s *span) Status() (bool, string) {
 	st := s.s.Status()
 	return st.Code == codes.Error, st.Description
 }
 
-func (s span) EventCount() int { return len(s.events) }
+func (s *span) EventCount() int { return len(s.events) }
 
-func (s span) EventName(i int) string { return s.events[i].Name }
+func (s *span) EventName(i int) string { return s.events[i].Name }
 
-func (s span) EventAttr(i int, key string) (extract.Value, bool) {
+func (s *span) EventAttr(i int, key string) (extract.Value, bool) {
 	return lookup(s.events[i].Attributes, key)
 }
 
-var _ extract.Span = span{}
+var _ extract.Span = (*span)(nil)
