@@ -31,6 +31,7 @@ import (
 type detector struct {
 	cfg       *Config
 	next      consumer.Traces
+	nextLogs  consumer.Logs // set when a logs pipeline shares this detector (logs.go)
 	logger    *zap.Logger
 	eng       *engine.Engine
 	x         *extract.Extractor
@@ -134,6 +135,12 @@ func (d *detector) now() time.Time {
 }
 
 func (d *detector) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	return d.consumeTraces(ctx, td, d.next)
+}
+
+// consumeTraces observes td and forwards it to next (each pipeline sharing
+// the detector has its own next consumer, see logs.go).
+func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next consumer.Traces) error {
 	st := d.pool.Get().(*batchState)
 	defer func() {
 		// The call's strings point into this batch: drop them before reuse,
@@ -180,7 +187,7 @@ func (d *detector) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 		d.addDegraded(ctx, "bad_evidence", badEvidence)
 	}
 	d.reportStats(ctx)
-	if err := d.next.ConsumeTraces(ctx, td); err != nil {
+	if err := next.ConsumeTraces(ctx, td); err != nil {
 		return err
 	}
 	if d.cfg.EventTime {
@@ -274,8 +281,13 @@ func (d *detector) tick(ctx context.Context, now time.Time) error {
 		return nil
 	}
 	td := ptrace.NewTraces()
+	var toLogs []engine.Transition
 	for i := range trans {
 		t := &trans[i]
+		if d.routeToLogs(t) {
+			toLogs = append(toLogs, *t)
+			continue
+		}
 		ev := toEvent(t)
 		rs := td.ResourceSpans().AppendEmpty()
 		res := rs.Resource().Attributes()
@@ -298,6 +310,12 @@ func (d *detector) tick(ctx context.Context, now time.Time) error {
 		span.Attributes().PutBool(loopevent.AttrSynthetic, true)
 		d.attach(span.Events().AppendEmpty(), &ev)
 		d.record(ctx, t)
+	}
+	if err := d.tickLogs(ctx, toLogs); err != nil {
+		return err
+	}
+	if td.ResourceSpans().Len() == 0 {
+		return nil
 	}
 	return d.next.ConsumeTraces(ctx, td)
 }

@@ -16,9 +16,11 @@ func NewFactory() processor.Factory {
 		metadata.Type,
 		func() component.Config { return createDefaultConfig() },
 		processor.WithTraces(createTraces, metadata.TracesStability),
+		processor.WithLogs(createLogs, metadata.LogsStability),
 	)
 }
 
 func createTraces(_ context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {
-	return newDetector(set, cfg.(*Config), next)
+	// The traces and logs components of one configuration share a detector (logs.go).
+	return newTracesComponent(set, cfg.(*Config), next)
 }

@@ -1,0 +1,404 @@
+package loopdetect
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/loopevent"
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/metadata"
+)
+
+// The logs input: agents that report tool calls as log events (Claude
+// Code's claude_code.tool_result records) feed the same engine as tool
+// spans. Transition events are appended as log records (event name
+// loopdetect.transition, the loopevent attribute schema) to the scope that
+// carried the triggering record, so alert_sink's logs input delivers them.
+//
+// The traces and logs components of one loop_detect configuration share one
+// detector (and so one engine): a session reported by both signals is one
+// session. Sharing is keyed by the *Config the collector passes to every
+// component of the same processor id, as core's sharedcomponent does.
+
+// defaultLogSessionKeys are used for log records when session.keys is not
+// configured: log events usually carry no trace context, and a trace id of
+// zero would put every agent into one session.
+var defaultLogSessionKeys = []string{"session.id", "gen_ai.conversation.id"}
+
+var shared = struct {
+	sync.Mutex
+	m map[*Config]*sharedDetector
+}{m: map[*Config]*sharedDetector{}}
+
+// sharedDetector is one detector and the components using it.
+type sharedDetector struct {
+	d       *detector
+	xLogs   *extract.Extractor
+	refs    int
+	started int
+}
+
+func acquire(set processor.Settings, cfg *Config) (*sharedDetector, error) {
+	shared.Lock()
+	defer shared.Unlock()
+	if s, ok := shared.m[cfg]; ok {
+		s.refs++
+		return s, nil
+	}
+	d, err := newDetector(set, cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	keys := cfg.keys()
+	if len(keys.Session) == 0 {
+		keys.Session = defaultLogSessionKeys
+	}
+	s := &sharedDetector{d: d, xLogs: extract.New(keys, engine.NewNormalizer(cfg.normalizerConfig())), refs: 1}
+	shared.m[cfg] = s
+	return s, nil
+}
+
+// sharedComponent starts the detector with the first component started and
+// shuts it down with the last component shut down.
+type sharedComponent struct {
+	s        *sharedDetector
+	cfg      *Config
+	started  bool
+	shutdown bool
+}
+
+func (c *sharedComponent) Start(ctx context.Context, host component.Host) error {
+	shared.Lock()
+	defer shared.Unlock()
+	if c.started {
+		return nil
+	}
+	c.started = true
+	c.s.started++
+	if c.s.started == 1 {
+		return c.s.d.Start(ctx, host)
+	}
+	return nil
+}
+
+func (c *sharedComponent) Shutdown(ctx context.Context) error {
+	shared.Lock()
+	defer shared.Unlock()
+	if c.shutdown {
+		return nil
+	}
+	c.shutdown = true
+	c.s.refs--
+	if c.s.refs > 0 {
+		return nil
+	}
+	if shared.m[c.cfg] == c.s {
+		delete(shared.m, c.cfg)
+	}
+	return c.s.d.Shutdown(ctx)
+}
+
+func (c *sharedComponent) Capabilities() consumer.Capabilities {
+	return consumer.Capabilities{MutatesData: true}
+}
+
+// tracesComponent is the traces side of a shared detector.
+type tracesComponent struct {
+	sharedComponent
+	next consumer.Traces
+}
+
+func (c *tracesComponent) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	return c.s.d.consumeTraces(ctx, td, c.next)
+}
+
+// logsComponent is the logs side of a shared detector.
+type logsComponent struct {
+	sharedComponent
+	next consumer.Logs
+}
+
+func (c *logsComponent) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	return c.s.d.consumeLogs(ctx, ld, c.s.xLogs, c.next)
+}
+
+func newTracesComponent(set processor.Settings, cfg *Config, next consumer.Traces) (*tracesComponent, error) {
+	s, err := acquire(set, cfg)
+	if err != nil {
+		return nil, err
+	}
+	shared.Lock()
+	if s.d.next == nil {
+		// Timer-driven transitions of trace sessions go to the first
+		// traces pipeline.
+		s.d.next = next
+	}
+	shared.Unlock()
+	return &tracesComponent{sharedComponent: sharedComponent{s: s, cfg: cfg}, next: next}, nil
+}
+
+func createLogs(_ context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
+	s, err := acquire(set, cfg.(*Config))
+	if err != nil {
+		return nil, err
+	}
+	shared.Lock()
+	if s.d.nextLogs == nil {
+		s.d.nextLogs = next
+	}
+	shared.Unlock()
+	return &logsComponent{sharedComponent: sharedComponent{s: s, cfg: cfg.(*Config)}, next: next}, nil
+}
+
+// logRecord adapts a log record and its resource to extract.Span. It is a
+// value type, so extract.Extract is instantiated for it without boxing.
+type logRecord struct {
+	lr   plog.LogRecord
+	res  pcommon.Map
+	name string
+}
+
+// eventName is the record's event name: EventName, else a short body
+// string (Claude Code puts "claude_code.tool_result" there), else the
+// event.name attribute.
+func eventName(lr plog.LogRecord) string {
+	if n := lr.EventName(); n != "" {
+		return n
+	}
+	if b := lr.Body(); b.Type() == pcommon.ValueTypeStr {
+		if s := b.Str(); len(s) <= 128 && s != "" && !strings.ContainsAny(s, " \t\n") {
+			return s
+		}
+	}
+	if v, ok := lr.Attributes().Get("event.name"); ok && v.Type() == pcommon.ValueTypeStr {
+		return v.Str()
+	}
+	return ""
+}
+
+func (r logRecord) Name() string { return r.name }
+
+func (r logRecord) Attr(key string) (extract.Value, bool) {
+	return lookupValue(r.lr.Attributes(), key)
+}
+
+func (r logRecord) ResourceAttr(key string) (extract.Value, bool) { return lookupValue(r.res, key) }
+
+func lookupValue(m pcommon.Map, key string) (extract.Value, bool) {
+	if key == "" {
+		return extract.Value{}, false
+	}
+	v, ok := m.Get(key)
+	if !ok {
+		return extract.Value{}, false
+	}
+	return pdataValue(v), true
+}
+
+func pdataValue(v pcommon.Value) extract.Value {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return extract.Value{Kind: extract.KindString, Str: v.Str()}
+	case pcommon.ValueTypeInt:
+		return extract.Value{Kind: extract.KindInt, Int: v.Int()}
+	case pcommon.ValueTypeDouble:
+		return extract.Value{Kind: extract.KindDouble, Float: v.Double()}
+	case pcommon.ValueTypeBool:
+		return extract.Value{Kind: extract.KindBool, Bool: v.Bool()}
+	case pcommon.ValueTypeMap, pcommon.ValueTypeSlice:
+		return extract.Value{Kind: extract.KindStructured, Str: v.AsString()}
+	default:
+		return extract.Value{Kind: extract.KindString, Str: v.AsString()}
+	}
+}
+
+func (r logRecord) TraceID() [16]byte { return r.lr.TraceID() }
+
+// SpanID is derived from the record's content: log records of one span
+// share its span id (or have none), but the engine tells calls apart by
+// span id; a redelivered record hashes to the same id and is dropped as a
+// duplicate.
+func (r logRecord) SpanID() [8]byte {
+	var h xxhash.Digest
+	h.Reset()
+	var b [8]byte
+	sid := r.lr.SpanID()
+	_, _ = h.Write(sid[:])
+	putUint64(&b, uint64(r.lr.Timestamp()))
+	_, _ = h.Write(b[:])
+	_, _ = h.WriteString(r.name)
+	for _, k := range [...]string{"tool_use_id", "event.sequence", "gen_ai.tool.call.id", "tool_name", "session.id"} {
+		if v, ok := r.lr.Attributes().Get(k); ok {
+			_, _ = h.WriteString(k)
+			_, _ = h.WriteString(v.AsString())
+		}
+	}
+	var id [8]byte
+	putUint64(&id, h.Sum64()|1)
+	return id
+}
+
+func putUint64(b *[8]byte, v uint64) {
+	for i := range b {
+		b[i] = byte(v >> (8 * i))
+	}
+}
+
+// ParentSpanID is zero: a log record is never nested in another tool call.
+func (r logRecord) ParentSpanID() [8]byte { return [8]byte{} }
+
+func (r logRecord) time() time.Time {
+	if ts := r.lr.Timestamp(); ts != 0 {
+		return ts.AsTime()
+	}
+	return r.lr.ObservedTimestamp().AsTime()
+}
+
+func (r logRecord) Start() time.Time { return r.time() }
+func (r logRecord) End() time.Time   { return r.time() }
+
+// Status: a log record has none; failures come from attributes (Claude
+// Code's success = "false").
+func (r logRecord) Status() (bool, string)                      { return false, "" }
+func (r logRecord) EventCount() int                             { return 0 }
+func (r logRecord) EventName(int) string                        { return "" }
+func (r logRecord) EventAttr(int, string) (extract.Value, bool) { return extract.Value{}, false }
+
+// consumeLogs observes the tool calls in ld, appends a log record for every
+// transition to the scope of the record that caused it, and forwards ld.
+func (d *detector) consumeLogs(ctx context.Context, ld plog.Logs, x *extract.Extractor, next consumer.Logs) error {
+	st := d.pool.Get().(*batchState)
+	defer d.pool.Put(st)
+	var records, calls, malformed, oversized, badEvidence, noSession int64
+	var pending []loopevent.Event
+	rls := ld.ResourceLogs()
+	for i := 0; i < rls.Len(); i++ {
+		rl := rls.At(i)
+		res := rl.Resource().Attributes()
+		sls := rl.ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			lrs := sls.At(j).LogRecords()
+			pending = pending[:0]
+			for k := 0; k < lrs.Len(); k++ {
+				lr := lrs.At(k)
+				records++
+				rec := logRecord{lr: lr, res: res, name: eventName(lr)}
+				if d.cfg.EventTime {
+					advance(&d.eventNow, rec.time().UnixNano())
+				}
+				ok, out := extract.Extract(x, rec, &st.sc, &st.call)
+				if !ok {
+					continue
+				}
+				if st.call.SessionSource == "trace_id" && st.call.TraceID == ([16]byte{}) {
+					// No session attribute and no trace context: grouping
+					// it with every other such record would invent loops.
+					noSession++
+					continue
+				}
+				calls++
+				malformed += b2i(out.Malformed)
+				oversized += b2i(out.Oversized)
+				badEvidence += b2i(out.BadEvidence)
+				st.trans = d.eng.Observe(&st.call, d.now(), st.trans[:0])
+				for t := range st.trans {
+					pending = append(pending, toEvent(&st.trans[t]))
+					d.record(ctx, &st.trans[t])
+				}
+			}
+			for p := range pending {
+				appendTransition(lrs, &pending[p])
+			}
+		}
+	}
+	st.call = engine.ToolCall{}
+	d.telemetry.LoopdetectSpans.Add(ctx, records)
+	if calls > 0 {
+		d.telemetry.LoopdetectToolCalls.Add(ctx, calls)
+		d.addDegraded(ctx, "malformed", malformed)
+		d.addDegraded(ctx, "oversized", oversized)
+		d.addDegraded(ctx, "bad_evidence", badEvidence)
+	}
+	if noSession > 0 {
+		d.addDegraded(ctx, "no_session", noSession)
+		d.logger.Debug("Tool-call log records without a session key or trace context were skipped",
+			zap.Int64("records", noSession))
+	}
+	d.reportStats(ctx)
+	if err := next.ConsumeLogs(ctx, ld); err != nil {
+		return err
+	}
+	if d.cfg.EventTime {
+		now := d.eventNow.Load()
+		if last := d.lastTick.Load(); now-last >= int64(d.cfg.TickInterval) && d.lastTick.CompareAndSwap(last, now) {
+			return d.tick(ctx, time.Unix(0, now))
+		}
+	}
+	return nil
+}
+
+// appendTransition writes e as a log record: event name
+// loopdetect.transition, the loopevent attributes, the explanation as body.
+func appendTransition(lrs plog.LogRecordSlice, e *loopevent.Event) {
+	lr := lrs.AppendEmpty()
+	lr.SetEventName(loopevent.EventName)
+	ts := pcommon.NewTimestampFromTime(e.DecidedAt)
+	lr.SetTimestamp(ts)
+	lr.SetObservedTimestamp(ts)
+	if e.To == "stuck" {
+		lr.SetSeverityNumber(plog.SeverityNumberWarn)
+		lr.SetSeverityText("WARN")
+	} else {
+		lr.SetSeverityNumber(plog.SeverityNumberInfo)
+		lr.SetSeverityText("INFO")
+	}
+	lr.Body().SetStr(e.Explanation)
+	e.CopyTo(lr.Attributes())
+}
+
+// routeToLogs says whether a timer-driven transition goes out as a log
+// record: sessions without trace context came from the logs input.
+func (d *detector) routeToLogs(t *engine.Transition) bool {
+	return d.nextLogs != nil && (d.next == nil || t.TraceID == [16]byte{})
+}
+
+// tickLogs emits timer-driven transitions of log sessions as log records.
+func (d *detector) tickLogs(ctx context.Context, trans []engine.Transition) error {
+	if len(trans) == 0 {
+		return nil
+	}
+	ld := plog.NewLogs()
+	for i := range trans {
+		t := &trans[i]
+		ev := toEvent(t)
+		rl := ld.ResourceLogs().AppendEmpty()
+		res := rl.Resource().Attributes()
+		putIf(res, "service.name", t.Target.ServiceName)
+		putIf(res, "service.instance.id", t.Target.ServiceInstanceID)
+		putIf(res, "host.name", t.Target.HostName)
+		if t.Target.PID != 0 {
+			res.PutInt("process.pid", t.Target.PID)
+		}
+		sl := rl.ScopeLogs().AppendEmpty()
+		sl.Scope().SetName(metadata.ScopeName)
+		appendTransition(sl.LogRecords(), &ev)
+		if t.TraceID != ([16]byte{}) {
+			lr := sl.LogRecords().At(0)
+			lr.SetTraceID(t.TraceID)
+		}
+		d.record(ctx, t)
+	}
+	return d.nextLogs.ConsumeLogs(ctx, ld)
+}
