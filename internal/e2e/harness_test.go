@@ -63,7 +63,7 @@ func binaries(t testing.TB) (collector, supervisor, agent string) {
 			return
 		}
 		build := func(dir, out, pkg string) error {
-			cmd := exec.Command("go", "build", "-buildvcs=false", "-o", out, pkg)
+			cmd := exec.Command("go", "build", "-buildvcs=false", "-trimpath", "-o", out, pkg)
 			cmd.Dir = dir
 			if b, err := cmd.CombinedOutput(); err != nil {
 				return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
