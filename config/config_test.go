@@ -96,6 +96,11 @@ func TestConfigsValidate(t *testing.T) {
 		}
 	}
 	for _, f := range files {
+		if strings.HasPrefix(f, "gateway") {
+			// Tier-1 gateway configs (stock load_balancing exporter): validated
+			// by the otelcol-loop-gateway binary in internal/scaleout.
+			continue
+		}
 		t.Run(f, func(t *testing.T) {
 			abs, _ := filepath.Abs(f)
 			// production.yaml keeps its queue under a directory taken from
