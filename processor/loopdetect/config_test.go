@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/confmap/confmaptest"
 	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/metadata"

@@ -115,10 +115,6 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 		s.firstSeen = nowNs
 	}
 	s.noteMeta(c)
-	if s.isDuplicate(c, &sh.names) {
-		e.stats.Duplicates.Add(1)
-		return out
-	}
 	rec := record{
 		start:    c.Start.UnixNano(),
 		sig:      c.Signature,
@@ -144,6 +140,14 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 	}
 	if c.Terminal {
 		rec.flags |= fTerminal
+	}
+	switch s.dedup(&rec) {
+	case dedupDrop:
+		e.stats.Duplicates.Add(1)
+		return out
+	case dedupUpgraded:
+		e.stats.Duplicates.Add(1)
+		return e.evaluate(sh, s, nowNs, TriggerCall, c.SpanID, out)
 	}
 	if s.insert(rec, e.cfg.HistorySize) {
 		e.stats.OutOfOrder.Add(1)

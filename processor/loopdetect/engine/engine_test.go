@@ -292,3 +292,26 @@ func TestHistoryStaysBoundedOverALongLoop(t *testing.T) {
 		t.Fatalf("kills = %d over one loop, want 1", kills)
 	}
 }
+
+// TestNestedTwinKeepsTheRicherEvidence: an MCP tools/call span recorded
+// without content ends (and arrives) before the agent's execute_tool span
+// that wraps it with arguments and result; the action keeps the latter.
+func TestNestedTwinKeepsTheRicherEvidence(t *testing.T) {
+	e := mustEngine(t, nil)
+	b := newBuilder("s")
+	var calls []*ToolCall
+	for i := 0; i < 2; i++ {
+		at := time.Duration(i) * time.Second
+		inner := b.call(at, "search", "", "")
+		outer := b.call(at, "search", `{"q":"x"}`, `{"hits":1}`)
+		inner.ParentSpanID = outer.SpanID
+		calls = append(calls, inner, outer)
+	}
+	tr := observeAll(e, calls)
+	if len(tr) != 1 || tr[0].To != StateStuck || tr[0].Reason != ReasonUnchangedResult || tr[0].LowConfidence || tr[0].CallIndex != 2 {
+		t.Fatalf("want one high-confidence stuck at call 2, got %+v", tr)
+	}
+	if got := e.Stats().Duplicates.Load(); got != 2 {
+		t.Fatalf("duplicates = %d, want 2", got)
+	}
+}

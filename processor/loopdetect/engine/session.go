@@ -5,8 +5,6 @@ import (
 	"math"
 	"strings"
 	"time"
-
-	"github.com/cespare/xxhash/v2"
 )
 
 // record is one call in a session's history: fixed-size, digests only.
@@ -107,32 +105,63 @@ func (s *session) noteMeta(c *ToolCall) {
 	}
 }
 
-// isDuplicate drops a second delivery of a span, and the inner span of a
-// tool span nested in another with the same call id or tool name (keeping
-// the outermost span's id).
-func (s *session) isDuplicate(c *ToolCall, names *internTable) bool {
-	var callID uint64
-	if c.CallID != "" {
-		callID = xxhash.Sum64String(c.CallID) | 1
+// dedupOutcome says what a call's arrival did to the history.
+type dedupOutcome uint8
+
+const (
+	// dedupNew: a new action, to be inserted.
+	dedupNew dedupOutcome = iota
+	// dedupDrop: a redelivery or a nested twin with no better evidence.
+	dedupDrop
+	// dedupUpgraded: a nested twin whose evidence replaced its twin's.
+	dedupUpgraded
+)
+
+// evidenceScore ranks what a twin knows: arguments, then a fingerprint.
+func (r *record) evidenceScore() int {
+	score := 0
+	if !r.has(fLowConf) {
+		score += 2
 	}
+	if r.hasFP() {
+		score++
+	}
+	return score
+}
+
+// dedup drops a second delivery of a span, and merges tool spans nested in
+// one another (same call id or same tool) into one action that keeps the
+// outermost span's id and the richer evidence: an agent's execute_tool
+// span with content often wraps an MCP tools/call span without it, and the
+// inner one usually arrives first.
+func (s *session) dedup(c *record) dedupOutcome {
 	for i := range s.hist {
 		r := &s.hist[i]
-		if r.spanID == c.SpanID {
-			return true
+		if r.spanID == c.spanID {
+			return dedupDrop
 		}
-		sameTool := names.name(r.tool) == c.Tool
-		switch {
-		case r.parent == c.SpanID && (sameTool || (callID != 0 && r.callID == callID)):
-			// The outer span arrived after its inner twin: adopt its identity.
-			r.spanID, r.parent = c.SpanID, c.ParentSpanID
-			return true
-		case c.ParentSpanID == r.spanID && (sameTool || (callID != 0 && r.callID == callID)):
-			return true
-		case callID != 0 && r.callID == callID:
-			return true
+		twin := r.tool == c.tool || (c.callID != 0 && r.callID == c.callID)
+		outerArrived := r.parent == c.spanID && twin
+		innerArrived := c.parent == r.spanID && twin
+		if !outerArrived && !innerArrived && (c.callID == 0 || r.callID != c.callID) {
+			continue
 		}
+		spanID, parent, start := r.spanID, r.parent, min(r.start, c.start)
+		if outerArrived {
+			spanID, parent = c.spanID, c.parent
+		}
+		if c.evidenceScore() <= r.evidenceScore() {
+			r.spanID, r.parent, r.start = spanID, parent, start
+			return dedupDrop
+		}
+		*r = *c
+		r.spanID, r.parent, r.start = spanID, parent, start
+		for j := range s.hist {
+			s.markChanged(j)
+		}
+		return dedupUpgraded
 	}
-	return false
+	return dedupNew
 }
 
 // insert places r by start time and reports whether it arrived out of order.
