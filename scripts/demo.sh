@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# otelcol-loop demo: an agent falls into the seed-000 loop, the collector
-# sees it, the supervisor stops it.
+# otelcol-loop demo (`make demo`): an agent falls into the seed-000 loop, the
+# collector sees it, the supervisor stops it.
 #
 #   bin/otelcol-loop (config/demo.yaml)  <--OTLP--  bin/loopagent --scenario seed000
 #        | loop_detect -> alert_sink --signed kill webhook-->  bin/loopsupervisor (runs the agent)
@@ -9,8 +9,12 @@
 # script starts it stops again, by PID. Files are kept in a temporary
 # directory whose path is printed at the end.
 #
-# Environment: DEMO_SPEED (time compression of the agent, default 4),
-#              DEMO_SCENARIO (default seed000), DEMO_KEEP=0 to delete the files.
+# Environment: DEMO_SPEED   time compression of the agent (default 4: the
+#                           ~85 s of seed-000 agent time take ~22 s)
+#              DEMO_SCENARIO default seed000 (`bin/loopagent --list`)
+#              DEMO_KEEP=0  delete the files at the end
+#              DEMO_HOLD=1  keep the collector running (metrics endpoint up)
+#                           until Enter is pressed
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -21,36 +25,57 @@ MAKE="${MAKE:-make}"
 
 bold() { if [ -t 1 ]; then printf '\033[1m%s\033[0m\n' "$*"; else printf '%s\n' "$*"; fi; }
 say() { printf '%s\n' "$*"; }
+# now: wall-clock time of day with milliseconds, as demowatch prints it.
+now() {
+	local t="${EPOCHREALTIME:-}"
+	if [ -n "$t" ]; then
+		t="${t/,/.}"
+		printf '%(%H:%M:%S)T.%s' "${t%.*}" "${t#*.}" | cut -c1-12
+	else
+		date +%H:%M:%S.%3N
+	fi
+}
+# line TAG TEXT: one timestamped story line, "[tag]        HH:MM:SS.mmm  text".
+line() { printf '%-12s %s  %s\n' "[$1]" "$(now)" "$2"; }
+bline() { bold "$(printf '%-12s %s  %s' "[$1]" "$(now)" "$2")"; }
 
-# --- build what is missing ---------------------------------------------------
+# --- build what is missing (make demo has built the rest) ---------------------
 [ -x "$BIN/otelcol-loop" ] || (cd "$ROOT" && $MAKE build-distribution)
 for b in loopagent loopsupervisor; do
 	[ -x "$BIN/$b" ] || (cd "$ROOT" && go build -o "$BIN/$b" "./cmd/$b")
 done
-[ -x "$BIN/demowatch" ] || (cd "$ROOT" && go build -o "$BIN/demowatch" ./scripts/demowatch)
+(cd "$ROOT" && go build -o "$BIN/demowatch" ./scripts/demowatch)
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/otelcol-loop-demo.XXXXXX")"
 PIDS=()
+NAMES=()
 
 stop_all() {
-	local pid i
+	local pid i stopped=()
 	for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
 		pid="${PIDS[i]}"
 		if kill -0 "$pid" 2>/dev/null; then
 			kill -TERM "$pid" 2>/dev/null || true
 		fi
 	done
-	for pid in "${PIDS[@]}"; do
+	for i in "${!PIDS[@]}"; do
+		pid="${PIDS[i]}"
 		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 		kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
+		stopped+=("${NAMES[i]} $pid")
 	done
+	if [ ${#stopped[@]} -gt 0 ]; then
+		say "stopped: $(IFS=,; echo "${stopped[*]}" | sed 's/,/, /g')"
+	fi
 	PIDS=()
+	NAMES=()
 	if [ "${DEMO_KEEP:-1}" = 0 ]; then rm -rf "$WORK"; fi
 }
 trap stop_all EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+track() { PIDS+=("$1"); NAMES+=("$2"); }
 
 # --- free loopback ports -----------------------------------------------------
 USED=" "
@@ -80,6 +105,9 @@ http_get() {
 http_ok() {
 	(exec 3<>"/dev/tcp/127.0.0.1/$1" && printf 'GET %s HTTP/1.0\r\n\r\n' "$2" >&3 && head -1 <&3 | grep -q ' 200') 2>/dev/null
 }
+# json_field NAME: the value of a top-level string or number field of the
+# JSON line on stdin (enough for the flat result lines).
+json_field() { sed -n 's/.*"'"$1"'":"\{0,1\}\([^",}]*\)"\{0,1\}[,}].*/\1/p' | head -1; }
 
 OTLP_GRPC=$(free_port)
 OTLP_HTTP=$(free_port)
@@ -90,8 +118,10 @@ SECRET="whsec_$(head -c 32 /dev/urandom | base64 | tr -d '\n')"
 TRACES="$WORK/traces.jsonl"
 RESULT="$WORK/result.jsonl"
 
-bold "otelcol-loop demo — scenario $SCENARIO, agent time x$SPEED"
+bold "otelcol-loop demo: scenario $SCENARIO, agent time x$SPEED, everything on 127.0.0.1"
 say "  files: $WORK"
+say "  [collector] lines are read back from the exported trace file (flushed every 200 ms);"
+say "  their time is when the collector decided, so they may print a moment after what they caused."
 say ""
 
 # --- 1. the collector --------------------------------------------------------
@@ -99,68 +129,85 @@ env LOOPDETECT_WEBHOOK_SECRET="$SECRET" LOOPSUPERVISOR_PORT="$SUPERVISOR" \
 	LOOP_OTLP_GRPC_PORT="$OTLP_GRPC" LOOP_OTLP_HTTP_PORT="$OTLP_HTTP" \
 	LOOP_METRICS_PORT="$METRICS" LOOP_HEALTH_PORT="$HEALTH" LOOP_TRACES_FILE="$TRACES" \
 	"$BIN/otelcol-loop" --config "$ROOT/config/demo.yaml" >"$WORK/collector.log" 2>&1 &
-PIDS+=($!)
 COLLECTOR_PID=$!
+track "$COLLECTOR_PID" otelcol-loop
 for _ in $(seq 100); do
 	http_ok "$HEALTH" / && break
 	kill -0 "$COLLECTOR_PID" 2>/dev/null || { say "collector exited; its log:"; cat "$WORK/collector.log"; exit 1; }
 	sleep 0.1
 done
 http_ok "$HEALTH" / || { say "collector not healthy after 10 s; its log:"; tail -20 "$WORK/collector.log"; exit 1; }
-bold "[collector]  otelcol-loop pid $COLLECTOR_PID: OTLP on 127.0.0.1:$OTLP_HTTP (http) and :$OTLP_GRPC (grpc), kill webhooks to 127.0.0.1:$SUPERVISOR"
+bline collector "otelcol-loop pid $COLLECTOR_PID ready: OTLP on :$OTLP_HTTP (http) :$OTLP_GRPC (grpc), metrics on :$METRICS, kills go to :$SUPERVISOR"
 
-# --- 2. the watcher: transitions as the collector records them ---------------
+# --- 2. the watcher: transitions as the collector exports them ---------------
 "$BIN/demowatch" --follow --file "$TRACES" --prefix "[collector]  " &
-PIDS+=($!)
+track $! demowatch
 
 # --- 3. the supervisor around the agent --------------------------------------
-# The agent's per-call log goes to a file; a filter shows the calls of the
-# loop phase and every 4th call before it, so the screen stays readable.
 env LOOPSUPERVISOR_SECRETS="$SECRET" \
 	"$BIN/loopsupervisor" --listen "127.0.0.1:$SUPERVISOR" --grace 5s --backstop 10m \
 	--result-file "$RESULT" -- \
 	"$BIN/loopagent" --endpoint "127.0.0.1:$OTLP_HTTP" --scenario "$SCENARIO" --speed "$SPEED" \
 	>"$WORK/agent.stdout" 2>"$WORK/supervisor+agent.log" &
 SUP_PID=$!
-PIDS+=($SUP_PID)
-bold "[supervisor] loopsupervisor pid $SUP_PID runs: loopagent --scenario $SCENARIO --speed $SPEED"
+track "$SUP_PID" loopsupervisor
+bline supervisor "loopsupervisor pid $SUP_PID runs: loopagent --scenario $SCENARIO --speed $SPEED"
 
-# show_log: the agent's calls (all of the loop phase, every 4th before it)
-# and the supervisor's lines, prefixed; a bash loop, so nothing buffers.
+# show_log: the agent's calls (every 4th of the first 16, then all of them)
+# and the supervisor's lines, timestamped as they appear; a bash loop, so
+# nothing buffers.
 show_log() {
-	local line n
-	while IFS= read -r line; do
-		case "$line" in
+	local l n
+	while IFS= read -r l; do
+		case "$l" in
 		"loopagent: call "*)
-			n="${line#loopagent: call }"
+			n="${l#loopagent: call }"
 			n="${n%% *}"
 			if [ "$n" -le 16 ] && [ $((n % 4)) -ne 1 ]; then continue; fi
-			line="${line#loopagent: }"
-			printf '[agent]      %s\n' "${line% (trace *}"
+			l="${l#loopagent: }"
+			line agent "${l% (trace *}"
 			;;
-		"loopagent: "*) printf '[agent]      %s\n' "${line#loopagent: }" ;;
-		*"loopsupervisor: "*) printf '[supervisor] %s\n' "${line#*loopsupervisor: }" ;;
+		"loopagent: terminated"*) bline agent "${l#loopagent: }" ;;
+		"loopagent: "*) line agent "${l#loopagent: }" ;;
+		*"loopsupervisor: verified kill"*) bline supervisor ">>> ${l#*loopsupervisor: }" ;;
+		*"loopsupervisor: "*) line supervisor "${l#*loopsupervisor: }" ;;
 		esac
 	done
 }
 mkfifo "$WORK/log.fifo"
 show_log <"$WORK/log.fifo" &
-PIDS+=($!)
+track $! log-filter
 # GNU tail stops by itself once the supervisor has exited (--pid).
 tail --pid="$SUP_PID" -n +1 -F "$WORK/supervisor+agent.log" >"$WORK/log.fifo" 2>/dev/null &
-PIDS+=($!)
+track $! tail
 
-START=$(date +%s)
+START=$SECONDS
 SUP_CODE=0
 wait "$SUP_PID" || SUP_CODE=$?
-sleep 1 # let the watcher and the log filter catch up
+# Let the watcher show the kill transition: the file exporter flushes every
+# 200 ms, demowatch polls every 100 ms. Wait (at most 5 s) until the event
+# the supervisor acted on is in the file, then one more poll.
+EVENT_ID="$( [ -s "$RESULT" ] && json_field event_id <"$RESULT" || true)"
+for _ in $(seq 50); do
+	{ [ -z "$EVENT_ID" ] || grep -q "\"$EVENT_ID\"" "$TRACES" 2>/dev/null; } && break
+	sleep 0.1
+done
+sleep 0.5
 say ""
-bold "[supervisor] exited with code $SUP_CODE after $(($(date +%s) - START)) s$([ "$SUP_CODE" = 86 ] && echo ' (86: agent stopped on a verified loop kill)')"
+case "$SUP_CODE" in
+86) bline supervisor "exited 86 after $((SECONDS - START)) s: the agent was stopped on a verified loop kill" ;;
+0) bline supervisor "exited 0 after $((SECONDS - START)) s: the agent finished by itself" ;;
+*) bline supervisor "exited $SUP_CODE after $((SECONDS - START)) s" ;;
+esac
 
 # --- 4. the result line ------------------------------------------------------
+say ""
 if [ -s "$RESULT" ]; then
-	bold "result line (written by the supervisor):"
+	bold "result line (written by the supervisor to $RESULT):"
 	sed 's/^/  /' "$RESULT"
+	R="$(head -1 "$RESULT")"
+	say "  = status $(json_field status <<<"$R"), $(json_field kind <<<"$R") for $(json_field reason <<<"$R"):" \
+		"agent pid $(json_field agent_pid <<<"$R") stopped with $(json_field signal <<<"$R"), exit code $(json_field exit_code <<<"$R")"
 elif [ -s "$WORK/agent.stdout" ]; then
 	bold "result line (written by the agent, it finished by itself):"
 	sed 's/^/  /' "$WORK/agent.stdout"
@@ -174,13 +221,21 @@ fi
 # --- 5. where to look --------------------------------------------------------
 say ""
 bold "where to look"
-say "  collector metrics  http://127.0.0.1:$METRICS/metrics  (now, before shutdown):"
+say "  collector metrics   http://127.0.0.1:$METRICS/metrics   (values now:)"
 http_get "$METRICS" /metrics 2>/dev/null | grep -E '^otelcol_(loopdetect|alertsink)_[a-z_]+(\{[^}]*\})? ' |
-	grep -vE '_bucket|_sum |_count ' | sed 's/^/    /' | head -20 || true
-say "  exported traces    $TRACES"
-say "                     (OTLP JSON; the event \"loopdetect.transition\" sits on the tool span that caused it;"
-say "                      bin/demowatch --file $TRACES prints them again)"
-say "  collector log      $WORK/collector.log"
-say "  supervisor + agent $WORK/supervisor+agent.log"
+	grep -vE '_bucket|_sum |_count ' | sed 's/^/                        /' | head -20 || true
+say "  exported traces     $TRACES"
+if [ -n "$EVENT_ID" ]; then
+	say "                      the kill is event $EVENT_ID: a span event \"loopdetect.transition\" on the"
+	say "                      tool span that completed the loop (OTLP JSON, one batch a line)"
+else
+	say "                      transition events are span events \"loopdetect.transition\" (OTLP JSON)"
+fi
+say "                      replay them: bin/demowatch --file $TRACES"
+say "  collector log       $WORK/collector.log"
+say "  supervisor + agent  $WORK/supervisor+agent.log"
 say ""
+if [ "${DEMO_HOLD:-0}" = 1 ] && [ -t 0 ]; then
+	read -r -p "the collector is still running (metrics on :$METRICS); press Enter to stop everything " _ || true
+fi
 bold "stopping everything this demo started"
