@@ -12,9 +12,16 @@ FUZZTIME ?= 20s
 BIN := $(CURDIR)/bin
 DIST_DIR := cmd/otelcol-loop
 OTELCOL := $(BIN)/otelcol-loop
+# Tier-1 gateway (docs/scaling.md): its own ocb manifest and nested module,
+# stock components pinned wholly to v0.161.0 (BUILD-NOTES.md).
+GATEWAY_BUILDER_VERSION := v0.161.0
+GATEWAY_BUILDER := $(TOOLS)/builder-$(GATEWAY_BUILDER_VERSION)/builder
+GATEWAY_DIR := cmd/otelcol-loop-gateway
+GATEWAY := $(BIN)/otelcol-loop-gateway
 
 .PHONY: all build test test-unit bench fuzz demo tools generate clean
 .PHONY: distribution generate-distribution build-distribution binaries check-generated validate-configs
+.PHONY: gateway generate-gateway test-scaleout
 
 all: build
 
@@ -76,6 +83,28 @@ test: $(BUILDER) test-unit
 # bin/otelcol-loop instead of each compiling the distribution again.
 test-unit: build-distribution
 test-unit: export OTELCOL_LOOP_BIN ?= $(OTELCOL)
+
+# The gateway is built once here (cold ~2 min, then cached) and handed to
+# internal/scaleout, which otherwise compiles its own copy.
+test-unit: gateway
+test-unit: export OTELCOL_LOOP_GATEWAY_BIN ?= $(GATEWAY)
+
+$(GATEWAY_BUILDER):
+	GOBIN=$(TOOLS)/builder-$(GATEWAY_BUILDER_VERSION) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(GATEWAY_BUILDER_VERSION)
+
+# Regenerates cmd/otelcol-loop-gateway from its manifest (run from the root:
+# ocb resolves output_path against the current directory).
+generate-gateway: $(GATEWAY_BUILDER)
+	$(GATEWAY_BUILDER) --config $(GATEWAY_DIR)/builder-config.yaml --skip-compilation
+
+# Compiles the committed generated gateway sources to bin/otelcol-loop-gateway.
+gateway:
+	cd $(GATEWAY_DIR) && $(GO) build -trimpath -o $(GATEWAY) .
+
+# Only the scale-out tests (gateway configs, Kubernetes manifests, three
+# instances behind one gateway, rebalance), verbose.
+test-scaleout: build-distribution gateway
+	OTELCOL_LOOP_BIN=$(OTELCOL) OTELCOL_LOOP_GATEWAY_BIN=$(GATEWAY) $(GO) test -count=1 -v ./internal/scaleout/
 
 bench: $(BENCHSTAT)
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./processor/loopdetect/... | tee bench.txt
