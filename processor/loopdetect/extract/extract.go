@@ -168,7 +168,7 @@ func classify[S Span](x *Extractor, s S) (string, bool) {
 	return "", false
 }
 
-func (x *Extractor) skipped(s Span) bool {
+func skipped[S Span](x *Extractor, s S) bool {
 	for i := range x.keys.SkipSpans {
 		m := &x.keys.SkipSpans[i]
 		if v, ok := s.Attr(m.Key); ok && m.matchValue(v) {
@@ -186,8 +186,8 @@ func Extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall) (bool, 
 		return false, out
 	}
 	*c = engine.ToolCall{Client: client}
-	c.Tool = x.toolName(s)
-	if _, skip := x.skip[c.Tool]; skip || x.skipped(s) {
+	c.Tool = toolName(x, s)
+	if _, skip := x.skip[c.Tool]; skip || skipped(x, s) {
 		return false, out
 	}
 	c.TraceID, c.SpanID, c.ParentSpanID = s.TraceID(), s.SpanID(), s.ParentSpanID()
@@ -227,7 +227,7 @@ func Extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall) (bool, 
 		}
 	}
 
-	args, argsOK := x.lookupContent(s, x.keys.Arguments, x.keys.ArgumentEvents)
+	args, argsOK := lookupContent(x, s, x.keys.Arguments, x.keys.ArgumentEvents)
 	if argsOK {
 		args = unwrapArgs(args)
 	}
@@ -239,11 +239,11 @@ func Extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall) (bool, 
 		out.Oversized = true
 	}
 
-	result, resultOK := x.lookupContent(s, x.keys.Result, x.keys.ResultEvents)
+	result, resultOK := lookupContent(x, s, x.keys.Result, x.keys.ResultEvents)
 	if resultOK {
 		result = unwrapResult(result)
 	}
-	c.Failed, c.ErrorClass = x.failure(s, result, resultOK)
+	c.Failed, c.ErrorClass = failure(x, s, result, resultOK)
 
 	if v, _, ok := first(s, []string{x.keys.Fingerprint}); ok && v.Text() != "" {
 		c.Fingerprint, c.FingerprintSource = engine.Digest(xxhash.Sum64String(v.Text())), engine.FingerprintAttribute
@@ -255,7 +255,7 @@ func Extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall) (bool, 
 	} else if c.Failed {
 		c.Fingerprint, c.FingerprintSource = engine.Digest(xxhash.Sum64String(c.ErrorClass)), engine.FingerprintError
 	}
-	if !x.evidence(s, c) {
+	if !evidence(x, s, c) {
 		out.BadEvidence = true
 	}
 	return true, out
@@ -278,7 +278,7 @@ func (x *Extractor) ignoredCallID(id string) bool {
 	return false
 }
 
-func (x *Extractor) toolName(s Span) string {
+func toolName[S Span](x *Extractor, s S) string {
 	if v, _, ok := first(s, x.keys.ToolName); ok && v.Text() != "" {
 		return v.Text()
 	}
@@ -302,7 +302,7 @@ func (x *Extractor) toolName(s Span) string {
 // span events (Strands puts them in gen_ai.tool.message / gen_ai.choice, or
 // in gen_ai.client.inference.operation.details messages). Values listed as
 // redacted count as absent.
-func (x *Extractor) lookupContent(s Span, keys []string, events []EventKey) (string, bool) {
+func lookupContent[S Span](x *Extractor, s S, keys []string, events []EventKey) (string, bool) {
 	for _, k := range keys {
 		v, ok := s.Attr(k)
 		if !ok {
@@ -383,7 +383,7 @@ func unwrapResult(result string) string {
 	return result
 }
 
-func (x *Extractor) failure(s Span, result string, resultOK bool) (bool, string) {
+func failure[S Span](x *Extractor, s S, result string, resultOK bool) (bool, string) {
 	isErr, desc := s.Status()
 	class := ""
 	if v, _, ok := first(s, x.keys.ErrorType); ok {
@@ -435,7 +435,7 @@ func (x *Extractor) failure(s Span, result string, resultOK bool) (bool, string)
 
 // evidence reads the product's evidence attributes; false means one was
 // present but unreadable (counted, then ignored).
-func (x *Extractor) evidence(s Span, c *engine.ToolCall) bool {
+func evidence[S Span](x *Extractor, s S, c *engine.ToolCall) bool {
 	ok := true
 	k := &x.keys
 	if v, found := s.Attr(k.RetryAttempt); found {
