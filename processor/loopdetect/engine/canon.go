@@ -193,6 +193,9 @@ func (h *canonHasher) str() (string, error) {
 		h.pos = start + end + 1
 		return h.s[start : start+end], nil
 	}
+	if h.scratch == nil {
+		h.scratch = make([]byte, 0, 256)
+	}
 	h.scratch = h.scratch[:0]
 	for i := start; i < len(h.s); i++ {
 		c := h.s[i]
@@ -447,8 +450,9 @@ func canonicalize(doc string, deny *keySet, term *terminalMatcher, unwrap bool) 
 	if t == "" {
 		return canonResult{digest: mix(tagOpaque)}
 	}
-	var scratch [256]byte
-	h := canonHasher{s: t, deny: deny, terminal: term, scratch: scratch[:0]}
+	// scratch is allocated by str on the first escaped string only: a
+	// stack buffer here would escape (the hasher's methods recurse).
+	h := canonHasher{s: t, deny: deny, terminal: term}
 	if t[0] == '"' {
 		// A JSON-encoded string: hash its content, which may itself be JSON.
 		inner, err := h.str()
