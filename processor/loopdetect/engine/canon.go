@@ -46,6 +46,17 @@ var errSyntax = errors.New("malformed JSON")
 type keySet struct {
 	exact    map[string]struct{}
 	prefixes []string
+	// filter has the bit filterBit of every exact key set, so most keys
+	// are rejected without a map lookup.
+	filter [4]uint64
+}
+
+// filterBit mixes a normalized key's length and first and last bytes.
+func filterBit(n []byte) uint8 {
+	if len(n) == 0 {
+		return 0
+	}
+	return uint8(len(n))*31 ^ n[0]*7 ^ n[len(n)-1]
 }
 
 func normalizeKey(dst []byte, key string) []byte {
@@ -69,7 +80,10 @@ func newKeySet(keys []string) *keySet {
 			ks.prefixes = append(ks.prefixes, string(normalizeKey(nil, p)))
 			continue
 		}
-		ks.exact[string(normalizeKey(nil, k))] = struct{}{}
+		n := normalizeKey(nil, k)
+		ks.exact[string(n)] = struct{}{}
+		b := filterBit(n)
+		ks.filter[b>>6] |= 1 << (b & 63)
 	}
 	return ks
 }
@@ -80,8 +94,10 @@ func (ks *keySet) match(key string) bool {
 	}
 	var buf [64]byte
 	n := normalizeKey(buf[:0], key)
-	if _, ok := ks.exact[string(n)]; ok {
-		return true
+	if b := filterBit(n); ks.filter[b>>6]&(1<<(b&63)) != 0 {
+		if _, ok := ks.exact[string(n)]; ok {
+			return true
+		}
 	}
 	for _, p := range ks.prefixes {
 		if len(n) >= len(p) && string(n[:len(p)]) == p {
