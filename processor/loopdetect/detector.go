@@ -35,6 +35,7 @@ type detector struct {
 	logger    *zap.Logger
 	eng       *engine.Engine
 	x         *extract.Extractor
+	pre       *pdataspan.Prefilter // skips non-tool spans in one pass over their attributes
 	telemetry *metadata.TelemetryBuilder
 
 	// eventNow is the event clock (unix ns) in event_time mode.
@@ -70,6 +71,7 @@ func newDetector(set processor.Settings, cfg *Config, next consumer.Traces) (*de
 		x:         extract.New(cfg.keys(), engine.NewNormalizer(cfg.normalizerConfig())),
 		telemetry: tb,
 	}
+	d.pre = pdataspan.NewPrefilter(d.x.Keys())
 	d.pool.New = func() any { return new(batchState) }
 	return d, nil
 }
@@ -161,6 +163,9 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 				spans++
 				if d.cfg.EventTime {
 					advance(&d.eventNow, int64(span.EndTimestamp()))
+				}
+				if !d.pre.MaybeTool(span) {
+					continue
 				}
 				ok, out := extract.Extract(d.x, pdataspan.Span{S: span, Res: res}, &st.sc, &st.call)
 				if !ok {

@@ -1,0 +1,79 @@
+package pdataspan
+
+import (
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
+)
+
+// Prefilter is extract.Classify's first test done on pdata directly: the
+// tool span names, then one pass over the span's attributes looking for
+// the tool-call matches. Most spans are no tool call, and for them this
+// costs one scan of the attribute keys instead of a lookup and a Value per
+// configured key. It may say "maybe" where Classify says no (the caller then
+// runs Extract, which classifies again), never the other way round.
+type Prefilter struct {
+	names []extract.NameMatch
+	keys  []extract.Match
+	// lens marks the byte lengths of the keys, so most attributes are
+	// rejected by their key length alone.
+	lens [64]bool
+	long bool // a key of 64 bytes or more
+}
+
+// NewPrefilter compiles the key lists an Extractor classifies with.
+func NewPrefilter(k extract.Keys) *Prefilter {
+	p := &Prefilter{names: k.ToolSpanNames}
+	for _, m := range k.ToolCall {
+		if m.Key == "" {
+			continue // an empty key is never looked up
+		}
+		p.keys = append(p.keys, m)
+		if len(m.Key) < len(p.lens) {
+			p.lens[len(m.Key)] = true
+		} else {
+			p.long = true
+		}
+	}
+	return p
+}
+
+// MaybeTool reports false only for a span extract.Classify does not take
+// for a tool call.
+func (p *Prefilter) MaybeTool(span ptrace.Span) bool {
+	name := span.Name()
+	for i := range p.names {
+		m := &p.names[i]
+		if m.Prefix != "" {
+			if strings.HasPrefix(name, m.Prefix) {
+				return true
+			}
+		} else if name == m.Name {
+			return true
+		}
+	}
+	for k, v := range span.Attributes().All() {
+		if n := len(k); n < len(p.lens) && !p.lens[n] || n >= len(p.lens) && !p.long {
+			continue
+		}
+		for i := range p.keys {
+			m := &p.keys[i]
+			if k != m.Key {
+				continue
+			}
+			switch v.Type() {
+			case pcommon.ValueTypeStr:
+				if strings.EqualFold(v.Str(), m.Value) {
+					return true
+				}
+			case pcommon.ValueTypeEmpty, pcommon.ValueTypeBytes:
+				// Value renders these as text: leave them to Classify.
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,114 @@
+package pdataspan
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
+)
+
+// check fails when the prefilter would drop a span Classify takes for a
+// tool call, and reports whether Classify took it.
+func check(t *testing.T, p *Prefilter, x *extract.Extractor, span ptrace.Span, what string) bool {
+	t.Helper()
+	_, tool := extract.Classify(x, Span{S: span})
+	if tool && !p.MaybeTool(span) {
+		t.Errorf("%s: Classify says tool call, the prefilter drops it", what)
+	}
+	return tool
+}
+
+func TestPrefilterNeverDropsAToolSpan(t *testing.T) {
+	keys := extract.DefaultKeys()
+	x := extract.New(keys, nil)
+	p := NewPrefilter(keys)
+	type attr struct {
+		k string
+		v any
+	}
+	cases := []struct {
+		name  string
+		span  string
+		attrs []attr
+		tool  bool
+	}{
+		{"semconv", "execute_tool", []attr{{"gen_ai.provider.name", "openai"}, {"gen_ai.operation.name", "execute_tool"}}, true},
+		{"semconv case", "x", []attr{{"gen_ai.operation.name", "EXECUTE_TOOL"}}, true},
+		{"chat", "chat gpt", []attr{{"gen_ai.operation.name", "chat"}}, false},
+		{"openinference", "x", []attr{{"openinference.span.kind", "TOOL"}}, true},
+		{"traceloop", "x", []attr{{"gen_ai.operation.name", "chat"}, {"traceloop.span.kind", "tool"}}, true},
+		{"mcp", "x", []attr{{"mcp.method.name", "tools/call"}}, true},
+		{"mcp list", "x", []attr{{"mcp.method.name", "tools/list"}}, false},
+		{"name", "ai.toolCall", nil, true},
+		{"name prefix", "Function: search", nil, true},
+		{"name prefix execute_tool", "execute_tool bash", nil, true},
+		{"int value", "x", []attr{{"gen_ai.operation.name", int64(3)}}, false},
+		{"bytes value", "x", []attr{{"gen_ai.operation.name", []byte("execute_tool")}}, false},
+		{"empty value", "x", []attr{{"gen_ai.operation.name", nil}}, false},
+		{"no attributes", "x", nil, false},
+	}
+	for _, c := range cases {
+		span := ptrace.NewSpan()
+		span.SetName(c.span)
+		for _, a := range c.attrs {
+			switch v := a.v.(type) {
+			case string:
+				span.Attributes().PutStr(a.k, v)
+			case int64:
+				span.Attributes().PutInt(a.k, v)
+			case []byte:
+				span.Attributes().PutEmptyBytes(a.k).FromRaw(v)
+			case nil:
+				span.Attributes().PutEmpty(a.k)
+			}
+		}
+		got := check(t, p, x, span, c.name)
+		if got != c.tool {
+			t.Errorf("%s: Classify = %v, the case expects %v", c.name, got, c.tool)
+		}
+		if !c.tool && c.attrs != nil && c.name == "chat" && p.MaybeTool(span) {
+			t.Errorf("%s: a chat span should not pass the prefilter", c.name)
+		}
+	}
+
+	// Every span of the golden scenarios and the client shapes.
+	files, _ := filepath.Glob("../../../../testdata/scenarios/*/input.jsonl")
+	if len(files) == 0 {
+		t.Skip("no golden inputs found")
+	}
+	var u ptrace.JSONUnmarshaler
+	tools := 0
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		for sc.Scan() {
+			td, err := u.UnmarshalTraces(sc.Bytes())
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			for i := 0; i < td.ResourceSpans().Len(); i++ {
+				sss := td.ResourceSpans().At(i).ScopeSpans()
+				for j := 0; j < sss.Len(); j++ {
+					ss := sss.At(j).Spans()
+					for k := 0; k < ss.Len(); k++ {
+						if check(t, p, x, ss.At(k), f+" "+ss.At(k).Name()) {
+							tools++
+						}
+					}
+				}
+			}
+		}
+		fh.Close()
+	}
+	if tools == 0 {
+		t.Fatal("no tool span in the golden inputs")
+	}
+}
