@@ -106,9 +106,26 @@ gateway:
 test-scaleout: build-distribution gateway
 	OTELCOL_LOOP_BIN=$(OTELCOL) OTELCOL_LOOP_GATEWAY_BIN=$(GATEWAY) $(GO) test -count=1 -v ./internal/scaleout/
 
+# Benchmarks (issue 8): raw output in .bench/, all of it in bench.txt, the
+# benchstat tables on stdout and BENCHMARKS.md written from them (machine,
+# commit, date, targets met or not, ratios). Throughput runs use -cpu 1 so
+# CPU time is one core's. About 6-8 minutes on 2 cores.
+BENCH_COUNT ?= 6
+BENCH_TIME ?= 0.3s
+BENCH_DIR := .bench
+BENCH_PART4 := internal/benchdata/part4
 bench: $(BENCHSTAT)
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./processor/loopdetect/... | tee bench.txt
+	@mkdir -p $(BENCH_DIR)
+	set -o pipefail; $(GO) test -run '^$$' -bench '^Benchmark(Processor|Span)$$' -benchmem -cpu 1 -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) ./processor/loopdetect/ | tee $(BENCH_DIR)/processor.txt
+	set -o pipefail; $(GO) test -run '^$$' -bench '^Benchmark(Observe|Canonical)$$' -benchmem -cpu 1 -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) ./processor/loopdetect/engine/ | tee $(BENCH_DIR)/engine.txt
+	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkGrowth$$' -benchmem -cpu 1 -count 3 -benchtime $(BENCH_TIME) ./processor/loopdetect/engine/ | tee $(BENCH_DIR)/growth.txt
+	set -o pipefail; ( $(GO) test -run '^$$' -bench '^BenchmarkSessionBytes$$' -benchtime 1x -count 3 ./processor/loopdetect/engine/ && \
+		$(GO) test -run '^$$' -bench '^BenchmarkLoopTrace1M$$' -benchtime 1x -count 1 ./processor/loopdetect/ ) | tee $(BENCH_DIR)/memory.txt
+	cat $(BENCH_DIR)/processor.txt $(BENCH_DIR)/engine.txt $(BENCH_DIR)/growth.txt $(BENCH_DIR)/memory.txt > bench.txt
 	$(BENCHSTAT) bench.txt
+	$(GO) run ./internal/benchdata/report -benchstat $(BENCHSTAT) -dir $(BENCH_DIR) -out BENCHMARKS.md \
+		$(if $(wildcard $(BENCH_PART4)/before.txt),-before $(BENCH_PART4)/before.txt -after $(BENCH_PART4)/after.txt)
+	@echo "wrote BENCHMARKS.md"
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzCanonicalArgs -fuzztime $(FUZZTIME) ./processor/loopdetect/engine/
@@ -123,4 +140,4 @@ demo: build-distribution binaries
 	scripts/demo.sh
 
 clean:
-	rm -rf $(TOOLS) bench.txt
+	rm -rf $(TOOLS) bench.txt $(BENCH_DIR)
