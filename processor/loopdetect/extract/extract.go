@@ -154,6 +154,9 @@ func Classify[S Span](x *Extractor, s S) (string, bool) {
 }
 
 func classify[S Span](x *Extractor, s S) (string, bool) {
+	if declared, ok := declaredTool(x, s); ok && !declared {
+		return "", false
+	}
 	name := s.Name()
 	for _, m := range x.keys.ToolSpanNames {
 		if m.matchName(name) {
@@ -166,6 +169,23 @@ func classify[S Span](x *Extractor, s S) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// declaredTool reads the span's declared operation: the first tool_call key
+// (gen_ai.operation.name by default). When present it is authoritative — a
+// span declared "chat" is no tool call whatever its name or other
+// attributes — and it makes a non-tool span cost one attribute lookup.
+// ok is false when the span declares nothing.
+func declaredTool[S Span](x *Extractor, s S) (declared, ok bool) {
+	if len(x.keys.ToolCall) == 0 {
+		return false, false
+	}
+	key := x.keys.ToolCall[0].Key
+	v, found := s.Attr(key)
+	if !found {
+		return false, false
+	}
+	return x.keys.declaresTool(key, v), true
 }
 
 func skipped[S Span](x *Extractor, s S) bool {

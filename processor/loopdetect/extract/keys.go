@@ -195,3 +195,17 @@ func DefaultKeys() Keys {
 		WaitReason:           "loopdetect.wait.reason",
 	}
 }
+
+// declaresTool reports whether v, the value of tool_call key key, is one of
+// the values configured as a tool call for that key.
+func (k *Keys) declaresTool(key string, v Value) bool {
+	if v.Kind != KindString {
+		return false
+	}
+	for _, m := range k.ToolCall {
+		if m.Key == key && strings.EqualFold(v.Str, m.Value) {
+			return true
+		}
+	}
+	return false
+}

@@ -44,6 +44,20 @@ func NewPrefilter(k extract.Keys) *Prefilter {
 // MaybeTool reports false only for a span extract.Classify does not take
 // for a tool call.
 func (p *Prefilter) MaybeTool(span ptrace.Span) bool {
+	// The declared operation decides alone, as in extract.Classify.
+	if len(p.keys) > 0 {
+		if v, ok := span.Attributes().Get(p.keys[0].Key); ok {
+			if v.Type() != pcommon.ValueTypeStr {
+				return true // rendered as text by Value: leave it to Classify
+			}
+			for i := range p.keys {
+				if p.keys[i].Key == p.keys[0].Key && strings.EqualFold(v.Str(), p.keys[i].Value) {
+					return true
+				}
+			}
+			return false
+		}
+	}
 	name := span.Name()
 	for i := range p.names {
 		m := &p.names[i]
