@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,11 +105,15 @@ func (e *Engine) isRetryable(class string) bool {
 // transitions (usually none) to out.
 func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transition {
 	e.stats.Calls.Add(1)
-	kh := xxhash.Sum64String(c.Session)
+	key := c.Session
+	if len(key) > maxKept {
+		key = "sha:" + strconv.FormatUint(xxhash.Sum64String(key), 16) // bounded map keys
+	}
+	kh := xxhash.Sum64String(key)
 	sh := &e.shards[kh%numShards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	s := sh.get(e, c.Session, kh)
+	s := sh.get(e, key, kh)
 	nowNs := now.UnixNano()
 	s.lastSeen = nowNs
 	if s.firstSeen == 0 {
@@ -116,27 +121,35 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 	}
 	s.noteMeta(c)
 	rec := record{
-		start:    c.Start.UnixNano(),
-		sig:      c.Signature,
-		fp:       c.Fingerprint,
-		fpSrc:    c.FingerprintSource,
-		spanID:   c.SpanID,
-		parent:   c.ParentSpanID,
-		tool:     sh.names.id(c.Tool),
-		errClass: sh.names.id(c.ErrorClass),
-		attempt:  int32(c.Attempt),
+		start:   c.Start.UnixNano(),
+		sig:     c.Signature,
+		fp:      c.Fingerprint,
+		spanID:  c.SpanID,
+		parent:  id32(c.ParentSpanID),
+		durMs:   uint32(min(max(c.End.Sub(c.Start).Milliseconds(), 0), math.MaxUint32)),
+		tool:    sh.names.id(truncate(c.Tool, maxToolName)),
+		attempt: uint8(min(max(c.Attempt, 0), math.MaxUint8)),
 	}
+	rec.setFPSource(c.FingerprintSource)
 	if c.CallID != "" {
-		rec.callID = xxhash.Sum64String(c.CallID) | 1
+		rec.callID = uint32(xxhash.Sum64String(c.CallID)) | 1
 	}
 	if c.LowConfidence() {
 		rec.flags |= fLowConf
 	}
 	if c.Failed {
 		rec.flags |= fFailed
-		if e.isRetryable(c.ErrorClass) {
+		class := truncate(c.ErrorClass, maxErrorClass)
+		if e.isRetryable(class) {
 			rec.flags |= fRetryable
 		}
+		// A failure's evidence is its class: error texts carry request ids
+		// and times that would otherwise read as progress.
+		if c.FingerprintSource != FingerprintAttribute {
+			rec.fp = Digest(mix(xxhash.Sum64String(class) ^ tagFailure))
+			rec.setFPSource(FingerprintError)
+		}
+		cloneIfChanged(&s.extras().errClass, class)
 	}
 	if c.Terminal {
 		rec.flags |= fTerminal
@@ -156,9 +169,9 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 		s.firstStart = rec.start
 	}
 	if c.Policy.MaxAttempts > 0 {
-		s.policy = c.Policy
+		s.extras().policy = c.Policy
 	}
-	if !s.noteLease(c.Lease, e.cfg.MaxLeaseRenewals) {
+	if !s.noteLease(c.Lease, e.cfg.MaxLeaseRenewals, nowNs) {
 		e.stats.LeasesRejected.Add(1)
 	}
 	return e.evaluate(sh, s, nowNs, TriggerCall, c.SpanID, out)
@@ -173,15 +186,22 @@ func (e *Engine) Tick(now time.Time, out []Transition) []Transition {
 		sh.mu.Lock()
 		if e.cfg.IdleTimeout > 0 {
 			limit := nowNs - int64(e.cfg.IdleTimeout)
-			for sh.tail != nil && sh.tail.lastSeen < limit {
+			// A session waiting on a lease is kept until the lease's expiry
+			// has been judged, however long the wait.
+			for spared := 0; sh.tail != nil && sh.tail.lastSeen < limit && spared < len(sh.sessions); {
+				if s := sh.tail; s.leaseValid(nowNs) || (s.state == StateWaiting && s.x != nil && s.x.lease.active) {
+					sh.moveToFront(s)
+					spared++
+					continue
+				}
 				sh.remove(sh.tail)
 				e.stats.Expired.Add(1)
 				e.stats.Sessions.Add(-1)
 			}
 		}
 		for _, s := range sh.sessions {
-			leaseEnded := s.state == StateWaiting && s.lease.deadline <= nowNs
-			backstop := e.cfg.Backstop > 0 && s.firstSeen > 0 && nowNs-s.firstSeen >= int64(e.cfg.Backstop) && !s.loop.backstop
+			leaseEnded := s.state == StateWaiting && !s.leaseValid(nowNs)
+			backstop := e.cfg.Backstop > 0 && s.firstSeen > 0 && nowNs-s.firstSeen >= int64(e.cfg.Backstop) && (s.x == nil || !s.x.loop.backstop)
 			if leaseEnded || backstop {
 				out = e.evaluate(sh, s, nowNs, TriggerTick, [8]byte{}, out)
 			}
@@ -214,7 +234,7 @@ func (sh *shard) get(e *Engine, key string, kh uint64) *session {
 		e.stats.Evicted.Add(1)
 		e.stats.Sessions.Add(-1)
 	}
-	s := &session{key: strings.Clone(key), keyHash: kh, hist: make([]record, 0, e.cfg.HistorySize)}
+	s := &session{key: strings.Clone(key), keyHash: kh}
 	sh.sessions[s.key] = s
 	sh.pushFront(s)
 	e.stats.Sessions.Add(1)
@@ -262,21 +282,27 @@ func (sh *shard) remove(s *session) {
 // internTable gives tool names and error classes small ids, so history
 // records stay fixed-size and hold no strings.
 type internTable struct {
-	ids   map[string]uint32
+	ids   map[string]uint16
 	names []string
 }
 
 const (
 	maxInterned = 1 << 16
 	otherName   = "(other)"
+	// otherID stands for every name past the table's capacity; it never
+	// makes two calls twins.
+	otherID       = 1
+	maxToolName   = 128
+	maxErrorClass = 64
+	tagFailure    = 0x7fa11ed0c0ffee01
 )
 
 func (t *internTable) init() {
-	t.ids = make(map[string]uint32)
+	t.ids = make(map[string]uint16)
 	t.names = []string{"", otherName}
 }
 
-func (t *internTable) id(name string) uint32 {
+func (t *internTable) id(name string) uint16 {
 	if name == "" {
 		return 0
 	}
@@ -284,16 +310,16 @@ func (t *internTable) id(name string) uint32 {
 		return id
 	}
 	if len(t.names) >= maxInterned {
-		return 1
+		return otherID
 	}
 	n := strings.Clone(name)
-	id := uint32(len(t.names))
+	id := uint16(len(t.names))
 	t.names = append(t.names, n)
 	t.ids[n] = id
 	return id
 }
 
-func (t *internTable) name(id uint32) string {
+func (t *internTable) name(id uint16) string {
 	if int(id) < len(t.names) {
 		return t.names[id]
 	}

@@ -3,9 +3,11 @@ package engine
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -313,5 +315,173 @@ func TestNestedTwinKeepsTheRicherEvidence(t *testing.T) {
 	}
 	if got := e.Stats().Duplicates.Load(); got != 2 {
 		t.Fatalf("duplicates = %d, want 2", got)
+	}
+}
+
+func stuckOrKilled(tr []Transition) (stuck, killed bool) {
+	for _, t := range tr {
+		stuck = stuck || t.To == StateStuck
+		killed = killed || t.Kill
+	}
+	return stuck, killed
+}
+
+// TestHealthyShapesAreNotKilled pins the second reading's false-kill
+// findings: each sequence is healthy and must never be killed.
+func TestHealthyShapesAreNotKilled(t *testing.T) {
+	tests := []struct {
+		name      string
+		calls     func(b *callBuilder) []*ToolCall
+		wantStuck bool
+	}{
+		{"status-bearing result read again after edits (not a terminal re-read)", func(b *callBuilder) []*ToolCall {
+			return []*ToolCall{
+				b.call(0, "read_file", `{"p":"a"}`, `{"status":"done","content":"v1"}`),
+				b.call(time.Second, "edit", `{"p":"a","x":1}`, `{"ok":1}`),
+				b.call(2*time.Second, "edit", `{"p":"a","x":2}`, `{"ok":2}`),
+				b.call(3*time.Second, "run_tests", `{}`, `{"failed":1}`),
+				b.call(4*time.Second, "read_file", `{"p":"a"}`, `{"status":"done","content":"v2"}`),
+			}
+		}, false},
+		{"left the polling loop as seed 004 advises", func(b *callBuilder) []*ToolCall {
+			return []*ToolCall{
+				b.call(0, "get_task", `{"t":1}`, `{"state":"running"}`),
+				b.call(time.Second, "get_task", `{"t":1}`, `{"state":"running"}`),
+				b.call(2*time.Second, "file_ticket", `{"a":1}`, ""),
+				b.call(3*time.Second, "notify", `{"b":1}`, ""),
+				b.call(4*time.Second, "write_note", `{"c":1}`, ""),
+				b.call(5*time.Second, "write_note", `{"c":2}`, ""),
+			}
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := mustEngine(t, nil)
+			stuck, killed := stuckOrKilled(observeAll(e, tt.calls(newBuilder("s"))))
+			if killed || stuck != tt.wantStuck {
+				t.Fatalf("stuck=%v killed=%v, want stuck=%v and no kill", stuck, killed, tt.wantStuck)
+			}
+		})
+	}
+}
+
+// TestLoopsAreNotHidden pins the second reading's missed-loop findings.
+func TestLoopsAreNotHidden(t *testing.T) {
+	tests := []struct {
+		name  string
+		calls func(b *callBuilder) []*ToolCall
+	}{
+		{"a call id reused per turn does not merge separate calls", func(b *callBuilder) []*ToolCall {
+			var cs []*ToolCall
+			for i := 0; i < 6; i++ {
+				c := b.call(time.Duration(i)*time.Second, "bash", `{"c":"gh issue list"}`, "12\n15")
+				c.CallID = "call_0"
+				cs = append(cs, c)
+			}
+			return cs
+		}},
+		{"an attempt attribute stuck at 1 cannot stretch the retry budget", func(b *callBuilder) []*ToolCall {
+			var cs []*ToolCall
+			for i := 0; i < 8; i++ {
+				c := b.call(time.Duration(1<<i)*time.Second, "fetch", `{"u":1}`, "")
+				c.Failed, c.ErrorClass, c.Attempt = true, "rate_limit", 1
+				cs = append(cs, c)
+			}
+			return cs
+		}},
+		{"changing error texts are not progress", func(b *callBuilder) []*ToolCall {
+			var cs []*ToolCall
+			for i := 0; i < 6; i++ {
+				c := b.call(time.Duration(i)*time.Second, "read", `{"p":"/x"}`, fmt.Sprintf("Error: no such file (request %d)", i))
+				c.Failed, c.ErrorClass = true, "FileNotFoundError"
+				cs = append(cs, c)
+			}
+			return cs
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := mustEngine(t, nil)
+			if stuck, killed := stuckOrKilled(observeAll(e, tt.calls(newBuilder("s")))); !stuck || !killed {
+				t.Fatalf("stuck=%v killed=%v, want a detected and killed loop", stuck, killed)
+			}
+		})
+	}
+}
+
+func TestLeaseOwnerMayChangeOnlyAfterExpiry(t *testing.T) {
+	e := mustEngine(t, nil)
+	b := newBuilder("s")
+	withLease := func(at time.Duration, owner string, deadline time.Duration) *ToolCall {
+		c := b.call(at, "check", `{"j":1}`, `{"ok":false}`)
+		c.Lease = Lease{Owner: owner, Deadline: t0.Add(deadline)}
+		return c
+	}
+	var out []Transition
+	out = observeAll(e, []*ToolCall{withLease(0, "ci", 30*time.Second), withLease(time.Second, "ci", 30*time.Second)})
+	if len(out) != 1 || out[0].To != StateWaiting {
+		t.Fatalf("want waiting on ci: %+v", out)
+	}
+	if rej := e.Stats().LeasesRejected.Load(); rej != 0 {
+		t.Fatalf("rejected %d", rej)
+	}
+	// While ci's lease runs, a reviewer cannot take the wait over.
+	observeAll(e, []*ToolCall{withLease(2*time.Second, "reviewer", time.Hour)})
+	if e.Stats().LeasesRejected.Load() != 1 {
+		t.Fatal("owner change during a running lease must be rejected")
+	}
+	// After it expired, a new owner's lease is honoured (as a renewal).
+	out = observeAll(e, []*ToolCall{withLease(40*time.Second, "reviewer", time.Hour)})
+	if st, _, _ := e.Session("s"); st != StateWaiting {
+		t.Fatalf("state %v after the reviewer's lease, transitions %+v", st, out)
+	}
+}
+
+func TestWaitingSessionOutlivesIdleTimeoutUntilItsLeaseIsJudged(t *testing.T) {
+	e := mustEngine(t, func(c *Config) { c.IdleTimeout = time.Minute })
+	b := newBuilder("s")
+	var calls []*ToolCall
+	for i := 0; i < 2; i++ {
+		c := b.call(time.Duration(i)*time.Second, "check", `{"j":1}`, `{"ok":false}`)
+		c.Lease = Lease{Owner: "ci", Deadline: t0.Add(time.Hour)}
+		calls = append(calls, c)
+	}
+	observeAll(e, calls)
+	e.Tick(t0.Add(30*time.Minute), nil)
+	if _, _, ok := e.Session("s"); !ok {
+		t.Fatal("a waiting session was expired before its lease")
+	}
+	tr := e.Tick(t0.Add(61*time.Minute), nil)
+	if len(tr) != 1 || tr[0].From != StateWaiting || tr[0].To != StateStuck {
+		t.Fatalf("lease expiry after a long wait: %+v", tr)
+	}
+}
+
+func TestHostileStringsAreBounded(t *testing.T) {
+	e := mustEngine(t, nil)
+	long := strings.Repeat("x", 1<<20)
+	b := newBuilder(long)
+	c := b.call(0, long, `{}`, "r")
+	c.Failed, c.ErrorClass, c.Agent = true, long, long
+	c.Target = Target{ServiceName: long, ServiceInstanceID: long, HostName: long}
+	c.Lease = Lease{Owner: long, Deadline: t0.Add(time.Hour), Reason: long}
+	observeAll(e, []*ToolCall{c})
+	for i := range e.shards {
+		for k, s := range e.shards[i].sessions {
+			if len(k) > maxKept || len(s.agent) > maxKept || len(s.target.ServiceName) > maxKept || len(s.x.lease.owner) > maxKept || len(s.x.errClass) > maxKept {
+				t.Fatal("a session kept an unbounded string")
+			}
+			for _, n := range e.shards[i].names.names {
+				if len(n) > maxToolName {
+					t.Fatal("an interned name is unbounded")
+				}
+			}
+		}
+	}
+}
+
+func TestRecordStaysSmall(t *testing.T) {
+	if got := unsafe.Sizeof(record{}); got != 48 {
+		t.Fatalf("record is %d bytes, the memory budget assumes 48", got)
 	}
 }

@@ -7,19 +7,23 @@ import (
 	"time"
 )
 
-// record is one call in a session's history: fixed-size, digests only.
+// record is one call in a session's history: 48 bytes, digests only.
 type record struct {
-	start    int64
-	sig      Digest
-	fp       Digest
-	callID   uint64
-	spanID   [8]byte
-	parent   [8]byte
-	tool     uint32
-	errClass uint32
-	attempt  int32
-	fpSrc    FingerprintSource
-	flags    uint8
+	start int64
+	sig   Digest
+	fp    Digest
+	// spanID is kept whole: events name the loop's first span.
+	spanID [8]byte
+	// parent and callID are 32-bit digests: they only match twins within
+	// the short history, where a collision is negligible.
+	parent uint32
+	callID uint32
+	// durMs is the span's duration in milliseconds (saturating).
+	durMs   uint32
+	tool    uint16
+	attempt uint8
+	// flags holds the f* bits and, in bits 5–6, the FingerprintSource.
+	flags uint8
 }
 
 const (
@@ -30,10 +34,29 @@ const (
 	// fChanged: the fingerprint differs from the previous call with the
 	// same signature, i.e. this call shows progress.
 	fChanged
+	fpSrcShift = 5
 )
 
 func (r *record) has(f uint8) bool { return r.flags&f != 0 }
-func (r *record) hasFP() bool      { return r.fpSrc != FingerprintMissing }
+func (r *record) fpSource() FingerprintSource {
+	return FingerprintSource(r.flags >> fpSrcShift & 3)
+}
+func (r *record) setFPSource(f FingerprintSource) {
+	r.flags = r.flags&^(3<<fpSrcShift) | uint8(f)<<fpSrcShift
+}
+func (r *record) hasFP() bool { return r.fpSource() != FingerprintMissing }
+func (r *record) end() int64  { return r.start + int64(r.durMs)*int64(time.Millisecond) }
+
+// id32 digests a span id for the parent/twin comparisons; 0 only for the
+// zero id (no parent), which matches nothing.
+func id32(id [8]byte) uint32 {
+	x := uint64(id[0]) | uint64(id[1])<<8 | uint64(id[2])<<16 | uint64(id[3])<<24 |
+		uint64(id[4])<<32 | uint64(id[5])<<40 | uint64(id[6])<<48 | uint64(id[7])<<56
+	if x == 0 {
+		return 0
+	}
+	return uint32(mix(x)) | 1
+}
 
 type session struct {
 	key        string
@@ -53,15 +76,30 @@ type session struct {
 	state      State
 	reason     Reason
 	seq        int64
-	loop       loopState
-	lease      leaseState
-	hystKey    uint64
-	hystCount  int
-	policy     RetryPolicy
-	source     string
-	agent      string
-	client     string
-	target     Target
+	// x holds what only some sessions need (a loop, a lease, failures),
+	// allocated on first use to keep a working session small.
+	x      *sessionExtras
+	source string
+	agent  string
+	client string
+	target Target
+}
+
+type sessionExtras struct {
+	loop      loopState
+	lease     leaseState
+	policy    RetryPolicy
+	hystKey   uint64
+	hystCount int
+	// errClass names the newest failure, for explanations.
+	errClass string
+}
+
+func (s *session) extras() *sessionExtras {
+	if s.x == nil {
+		s.x = &sessionExtras{}
+	}
+	return s.x
 }
 
 // loopState remembers the stuck loop being reported, so it is killed once
@@ -85,7 +123,19 @@ type leaseState struct {
 	active   bool
 }
 
+// maxKept bounds every string a session keeps, so hostile attribute values
+// cannot grow memory.
+const maxKept = 256
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
 func cloneIfChanged(dst *string, src string) {
+	src = truncate(src, maxKept)
 	if src != "" && *dst != src {
 		*dst = strings.Clone(src)
 	}
@@ -133,17 +183,21 @@ func (r *record) evidenceScore() int {
 // one another (same call id or same tool) into one action that keeps the
 // outermost span's id and the richer evidence: an agent's execute_tool
 // span with content often wraps an MCP tools/call span without it, and the
-// inner one usually arrives first.
+// inner one usually arrives first. Spans sharing a call id merge only when
+// they overlap in time: some frameworks number calls per turn.
 func (s *session) dedup(c *record) dedupOutcome {
+	cID := id32(c.spanID)
 	for i := range s.hist {
 		r := &s.hist[i]
 		if r.spanID == c.spanID {
 			return dedupDrop
 		}
-		twin := r.tool == c.tool || (c.callID != 0 && r.callID == c.callID)
-		outerArrived := r.parent == c.spanID && twin
-		innerArrived := c.parent == r.spanID && twin
-		if !outerArrived && !innerArrived && (c.callID == 0 || r.callID != c.callID) {
+		sameCall := c.callID != 0 && r.callID == c.callID
+		twin := (r.tool == c.tool && r.tool != otherID) || sameCall
+		outerArrived := twin && r.parent != 0 && r.parent == cID
+		innerArrived := twin && c.parent != 0 && c.parent == id32(r.spanID)
+		overlapping := sameCall && c.start <= r.end() && r.start <= c.end()
+		if !outerArrived && !innerArrived && !overlapping {
 			continue
 		}
 		spanID, parent, start := r.spanID, r.parent, min(r.start, c.start)
@@ -180,6 +234,12 @@ func (s *session) insert(r record, capacity int) bool {
 		pos--
 		s.hist[pos] = r
 	} else {
+		if n == cap(s.hist) {
+			// Grow by doubling up to exactly capacity: short sessions stay small.
+			grown := make([]record, n, min(max(2*n, 4), capacity))
+			copy(grown, s.hist)
+			s.hist = grown
+		}
 		s.hist = append(s.hist, record{})
 		copy(s.hist[pos+1:], s.hist[pos:n])
 		s.hist[pos] = r
@@ -206,8 +266,11 @@ func (s *session) markChanged(i int) {
 	}
 }
 
-// noteLease records a declared wait and reports false when it is not honoured.
-func (s *session) noteLease(l Lease, maxRenewals int) bool {
+// noteLease records a declared wait and reports false when it is not
+// honoured. A later deadline is a renewal; so is a new lease after the last
+// one expired (whatever its owner), so neither extending nor handing a wait
+// on escapes the renewal limit. While a lease runs its owner is kept.
+func (s *session) noteLease(l Lease, maxRenewals int, now int64) bool {
 	if l.Owner == "" && l.Deadline.IsZero() {
 		return true
 	}
@@ -215,19 +278,34 @@ func (s *session) noteLease(l Lease, maxRenewals int) bool {
 		return false // a lease needs both an owner and a deadline
 	}
 	d := l.Deadline.UnixNano()
+	x := s.extras()
+	ls := &x.lease
 	switch {
-	case !s.lease.active:
-		s.lease = leaseState{owner: strings.Clone(l.Owner), reason: strings.Clone(l.Reason), deadline: d, active: true}
-	case l.Owner != s.lease.owner:
-		return false // the owner is kept: a wait cannot be handed on
-	case d > s.lease.deadline:
-		if s.lease.renewals >= maxRenewals {
+	case !ls.active:
+		*ls = leaseState{owner: strings.Clone(truncate(l.Owner, maxKept)), reason: strings.Clone(truncate(l.Reason, maxKept)), deadline: d, active: true}
+	case ls.deadline <= now && (l.Owner != ls.owner || d > ls.deadline):
+		if ls.renewals >= maxRenewals {
 			return false
 		}
-		s.lease.renewals++
-		s.lease.deadline = d
+		ls.renewals++
+		ls.deadline = d
+		if l.Owner != ls.owner {
+			ls.owner, ls.reason = strings.Clone(truncate(l.Owner, maxKept)), strings.Clone(truncate(l.Reason, maxKept))
+		}
+	case l.Owner != ls.owner:
+		return false // the owner is kept while its lease runs
+	case d > ls.deadline:
+		if ls.renewals >= maxRenewals {
+			return false
+		}
+		ls.renewals++
+		ls.deadline = d
 	}
 	return true
+}
+
+func (s *session) leaseValid(now int64) bool {
+	return s.x != nil && s.x.lease.active && s.x.lease.deadline > now
 }
 
 // verdict is one evaluation's outcome before stickiness and hysteresis.
@@ -241,7 +319,6 @@ type verdict struct {
 	count     int
 	attempt   int
 	maxTry    int
-	errClass  uint32
 	lowConf   bool
 	cycleKey  uint64
 }
@@ -355,14 +432,13 @@ func (e *Engine) retry(s *session) (retryOutcome, int, int, int) {
 		return retryNone, 0, 0, 0
 	}
 	pol := e.cfg.RetryPolicy
-	if s.policy.MaxAttempts > 0 {
-		pol = s.policy
+	if s.x != nil && s.x.policy.MaxAttempts > 0 {
+		pol = s.x.policy
 	}
+	// The attribute may only add attempts: an agent reporting attempt 1
+	// forever must not stretch the budget.
 	attemptOf := func(pos, nth int) int {
-		if h[pos].attempt > 0 {
-			return int(h[pos].attempt)
-		}
-		return nth
+		return max(int(h[pos].attempt), nth)
 	}
 	attempt := attemptOf(n-1, r)
 	if !last.has(fRetryable) {
@@ -401,13 +477,17 @@ func (e *Engine) decide(s *session, now int64) verdict {
 	}
 	frequent := count >= e.cfg.FrequentThreshold && e.cfg.FrequentThreshold > 0
 	frequentProgress := frequent && progressBetween(h, first)
+	// Seed 004's incident: the same read, in a row, returning the same
+	// terminal result. Anything in between, or a changed result, is not it.
 	terminalAt := -1
-	if e.cfg.TerminalReread && !h[n-1].has(fLowConf) {
-		for j := 0; j < n-1; j++ {
-			if h[j].sig == h[n-1].sig && h[j].has(fTerminal) {
-				terminalAt = j
+	if e.cfg.TerminalReread && n >= 2 && !h[n-1].has(fLowConf) {
+		last := &h[n-1]
+		for j := n - 2; j >= 0; j-- {
+			r := &h[j]
+			if r.sig != last.sig || !r.has(fTerminal) || !r.hasFP() || r.fp != last.fp {
 				break
 			}
+			terminalAt = j
 		}
 	}
 	// A repetition without progress is what a lease or a retry policy may
@@ -416,13 +496,13 @@ func (e *Engine) decide(s *session, now int64) verdict {
 	repetition := periodicStall || (frequent && !frequentProgress) || terminalAt >= 0
 
 	// 1. waiting: a valid lease covers the repetition.
-	if repetition && s.lease.active && s.lease.deadline > now {
+	if repetition && s.leaseValid(now) {
 		return verdict{state: StateWaiting, reason: ReasonLease, loopStart: -1, window: n, period: sh.period, reps: sh.sigRun / max(sh.period, 1)}
 	}
 	// 2. retrying: retryable failures inside the policy.
 	outcome, run, attempt, maxTry := e.retry(s)
 	if outcome == retryOK {
-		return verdict{state: StateRetrying, reason: ReasonRetryPolicy, period: 1, reps: run, loopStart: n - run, window: n, attempt: attempt, maxTry: maxTry, errClass: h[n-1].errClass}
+		return verdict{state: StateRetrying, reason: ReasonRetryPolicy, period: 1, reps: run, loopStart: n - run, window: n, attempt: attempt, maxTry: maxTry}
 	}
 	// 3. stuck.
 	stuck := verdict{state: StateStuck, window: n, loopStart: -1}
@@ -438,7 +518,7 @@ func (e *Engine) decide(s *session, now int64) verdict {
 		}
 	case periodic && !sh.lowConf && sh.fpRun >= sh.period*e.cfg.MinRepetitions:
 		stuck.reason, stuck.period, stuck.reps, stuck.loopStart = ReasonPeriodicLoop, sh.period, sh.fpRun/sh.period, n-sh.fpRun
-		if sh.period == 1 && h[n-1].fpSrc == FingerprintResult {
+		if sh.period == 1 && h[n-1].fpSource() == FingerprintResult {
 			stuck.reason = ReasonUnchangedResult
 		}
 	}
@@ -457,9 +537,13 @@ func (e *Engine) decide(s *session, now int64) verdict {
 			stuck.reason = ReasonRetryExhausted
 		}
 		if outcome != retryNone {
-			stuck.count, stuck.attempt, stuck.maxTry, stuck.errClass = run, attempt, maxTry, h[n-1].errClass
+			stuck.count, stuck.attempt, stuck.maxTry = run, attempt, maxTry
 		}
 		stuck.cycleKey = cycleKey(h, stuck.period)
+		if stuck.reason == ReasonFrequentIdentical {
+			// The repeated call, not whatever came last, identifies the loop.
+			stuck.cycleKey = mix(uint64(h[first].sig) ^ mix(uint64(h[first].fp)))
+		}
 		return stuck
 	}
 	// 4. uncertain: loop-shaped without safe evidence.
@@ -491,38 +575,51 @@ func (e *Engine) evaluate(sh *shard, s *session, now int64, trig Trigger, span [
 	v := e.decide(s, now)
 	n := len(s.hist)
 	// Leaving stuck needs new evidence: a fingerprint the loop never had.
+	// A verdict kept this way never decides a kill: an agent that has left
+	// its loop must not be killed for it later.
+	kept := false
 	if s.state == StateStuck && v.state != StateStuck {
-		if trig == TriggerTick || n == 0 || !s.hist[n-1].hasFP() || s.loop.hasFP(s.hist[n-1].fp) {
-			v = verdict{state: StateStuck, reason: s.reason, period: s.loop.period, loopStart: -1, window: n}
+		if trig == TriggerTick || n == 0 || !s.hist[n-1].hasFP() || s.x.loop.hasFP(s.hist[n-1].fp) {
+			v = verdict{state: StateStuck, reason: s.reason, period: s.x.loop.period, loopStart: -1, window: n}
+			kept = true
 		}
 	}
 	// Hysteresis delays non-deterministic stuck verdicts, never the others.
 	if v.state == StateStuck && s.state != StateStuck && e.cfg.Hysteresis > 1 && !v.reason.deterministic() {
-		if s.hystKey == v.cycleKey && s.hystCount > 0 {
-			s.hystCount++
+		x := s.extras()
+		if x.hystKey == v.cycleKey && x.hystCount > 0 {
+			x.hystCount++
 		} else {
-			s.hystKey, s.hystCount = v.cycleKey, 1
+			x.hystKey, x.hystCount = v.cycleKey, 1
 		}
-		if s.hystCount < e.cfg.Hysteresis {
+		if x.hystCount < e.cfg.Hysteresis {
 			return out
 		}
-	} else if v.state != StateStuck {
-		s.hystCount = 0
+	} else if v.state != StateStuck && s.x != nil {
+		s.x.hystCount = 0
 	}
 	from := s.state
-	entering := v.state == StateStuck && from != StateStuck
-	if entering {
+	if v.state == StateStuck && from != StateStuck {
 		s.startLoop(v, n)
 	}
-	if v.reason == ReasonBackstop {
-		s.loop.backstop = true
+	var loop *loopState
+	if v.state == StateStuck {
+		loop = &s.x.loop
+		if v.reason == ReasonBackstop {
+			loop.backstop = true
+		}
 	}
 	kill := false
-	if v.state == StateStuck && e.cfg.Kill.Enabled && !s.loop.killed && (!v.lowConf || e.cfg.Kill.AllowLowConfidence) {
-		loopCalls := s.total - s.loop.startIndex + 1
+	if loop != nil && !kept && e.cfg.Kill.Enabled && !loop.killed && (!v.lowConf || e.cfg.Kill.AllowLowConfidence) {
+		// The loop's length is the fresh verdict's own: calls from its
+		// first call to the newest.
+		loopCalls := int64(n - v.loopStart)
+		if v.loopStart < 0 {
+			loopCalls = s.total - loop.startIndex + 1
+		}
 		if e.killReasons[v.reason] || (e.cfg.Kill.AfterLoopCalls > 0 && loopCalls >= int64(e.cfg.Kill.AfterLoopCalls)) {
 			kill = true
-			s.loop.killed = true
+			loop.killed = true
 		}
 	}
 	if v.state == from && !kill {
@@ -532,7 +629,7 @@ func (e *Engine) evaluate(sh *shard, s *session, now int64, trig Trigger, span [
 		return out
 	}
 	if from == StateStuck && v.state != StateStuck {
-		s.loop = loopState{}
+		s.x.loop = loopState{}
 	}
 	s.state = v.state
 	s.reason = v.reason
@@ -570,18 +667,18 @@ func (e *Engine) evaluate(sh *shard, s *session, now int64, trig Trigger, span [
 		}
 	}
 	e.describeEvidence(sh, s, v, &t)
-	if v.state == StateStuck {
-		t.FirstLoopSpanID = s.loop.firstSpan
-		t.DelayCalls = t.CallIndex - s.loop.startIndex + 1
-		if s.loop.startTime > 0 {
+	if loop != nil {
+		t.FirstLoopSpanID = loop.firstSpan
+		t.DelayCalls = t.CallIndex - loop.startIndex + 1
+		if loop.startTime > 0 {
 			end := now
 			if trig == TriggerCall && n > 0 {
 				end = s.hist[n-1].start
 			}
-			t.DelaySeconds = float64(end-s.loop.startTime) / 1e9
+			t.DelaySeconds = float64(end-loop.startTime) / 1e9
 		}
 		if v.period == 0 {
-			t.Period = s.loop.period
+			t.Period = loop.period
 		}
 	}
 	t.Explanation = e.explain(sh, s, v, from, trig, now)
@@ -589,25 +686,33 @@ func (e *Engine) evaluate(sh *shard, s *session, now int64, trig Trigger, span [
 }
 
 func (s *session) startLoop(v verdict, n int) {
-	s.loop = loopState{period: v.period}
+	l := &s.extras().loop
+	*l = loopState{period: v.period}
 	if v.loopStart >= 0 && v.loopStart < n {
 		r := &s.hist[v.loopStart]
-		s.loop.startIndex = s.total - int64(n-v.loopStart) + 1
-		s.loop.startTime = r.start
-		s.loop.firstSpan = r.spanID
-		for i := v.loopStart; i < n && s.loop.nfps < len(s.loop.fps); i++ {
-			if s.hist[i].hasFP() && !s.loop.hasFP(s.hist[i].fp) {
-				s.loop.fps[s.loop.nfps] = s.hist[i].fp
-				s.loop.nfps++
+		l.startIndex = s.total - int64(n-v.loopStart) + 1
+		l.startTime = r.start
+		l.firstSpan = r.spanID
+		for i := v.loopStart; i < n && l.nfps < len(l.fps); i++ {
+			if s.hist[i].hasFP() && !l.hasFP(s.hist[i].fp) {
+				l.fps[l.nfps] = s.hist[i].fp
+				l.nfps++
 			}
 		}
 	} else {
-		s.loop.startIndex = max(s.total-int64(n)+1, 1)
-		s.loop.startTime = s.firstStart
+		l.startIndex = max(s.total-int64(n)+1, 1)
+		l.startTime = s.firstStart
 		if n > 0 {
-			s.loop.firstSpan = s.hist[0].spanID
+			l.firstSpan = s.hist[0].spanID
 		}
 	}
+}
+
+func (s *session) errClass() string {
+	if s.x == nil {
+		return ""
+	}
+	return s.x.errClass
 }
 
 func (l *loopState) hasFP(fp Digest) bool {
@@ -631,7 +736,7 @@ func (e *Engine) describeEvidence(sh *shard, s *session, v verdict, t *Transitio
 		t.Signatures = append(t.Signatures, e.keyer.Keyed("sig", r.sig))
 	}
 	last := &s.hist[n-1]
-	t.FingerprintSource = last.fpSrc
+	t.FingerprintSource = last.fpSource()
 	if last.hasFP() {
 		t.Fingerprint = e.keyer.Keyed("fp", last.fp)
 	}
@@ -640,7 +745,7 @@ func (e *Engine) describeEvidence(sh *shard, s *session, v verdict, t *Transitio
 func (e *Engine) explain(sh *shard, s *session, v verdict, from State, trig Trigger, now int64) string {
 	var b strings.Builder
 	if from == StateWaiting && trig == TriggerTick {
-		fmt.Fprintf(&b, "wait lease of %q expired; ", s.lease.owner)
+		fmt.Fprintf(&b, "wait lease of %q expired; ", s.x.lease.owner)
 	}
 	tool := ""
 	if n := len(s.hist); n > 0 {
@@ -673,17 +778,18 @@ func (e *Engine) explain(sh *shard, s *session, v verdict, from State, trig Trig
 	case ReasonBackstop:
 		fmt.Fprintf(&b, "backstop: session active for %s (limit %s)", time.Duration(now-s.firstSeen).Round(time.Second), e.cfg.Backstop)
 	case ReasonNonRetryableError:
-		fmt.Fprintf(&b, "loop detected: %s failed x%d with non-retryable error %q", tool, v.count, sh.names.name(v.errClass))
+		fmt.Fprintf(&b, "loop detected: %s failed x%d with non-retryable error %q", tool, v.count, s.errClass())
 	case ReasonBackoffCollapsed:
-		fmt.Fprintf(&b, "loop detected: %s retried x%d faster than the backoff policy after %q", tool, v.count, sh.names.name(v.errClass))
+		fmt.Fprintf(&b, "loop detected: %s retried x%d faster than the backoff policy after %q", tool, v.count, s.errClass())
 	case ReasonRetryExhausted:
 		fmt.Fprintf(&b, "loop detected: %s failed %d attempts, over the retry budget of %d", tool, v.attempt, v.maxTry)
 	case ReasonRetryPolicy:
-		fmt.Fprintf(&b, "retrying: %s attempt %d of %d after %q, backoff kept", tool, v.attempt, v.maxTry, sh.names.name(v.errClass))
+		fmt.Fprintf(&b, "retrying: %s attempt %d of %d after %q, backoff kept", tool, v.attempt, v.maxTry, s.errClass())
 	case ReasonLease:
-		fmt.Fprintf(&b, "waiting: lease held by %q until %s", s.lease.owner, time.Unix(0, s.lease.deadline).UTC().Format(time.RFC3339))
-		if s.lease.reason != "" {
-			fmt.Fprintf(&b, " (%s)", s.lease.reason)
+		ls := &s.x.lease
+		fmt.Fprintf(&b, "waiting: lease held by %q until %s", ls.owner, time.Unix(0, ls.deadline).UTC().Format(time.RFC3339))
+		if ls.reason != "" {
+			fmt.Fprintf(&b, " (%s)", ls.reason)
 		}
 	case ReasonMissingFingerprint:
 		fmt.Fprintf(&b, "loop-shaped (%s x%d) but no progress fingerprint recorded: no safe verdict", cycle(), v.reps)
