@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
@@ -160,6 +162,9 @@ func (h *canonHasher) value(depth int, wrap *wrapperInfo) (uint64, bool, error) 
 		if err != nil {
 			return 0, false, err
 		}
+		if v, ok := h.embedded(str, depth); ok {
+			return v, false, nil
+		}
 		return hashString(str), false, nil
 	case c == 't':
 		return h.literal("true", tagTrue)
@@ -182,6 +187,23 @@ func (h *canonHasher) value(depth int, wrap *wrapperInfo) (uint64, bool, error) 
 	default:
 		return 0, false, errSyntax
 	}
+}
+
+// embedded canonicalizes a string value that holds JSON itself
+// ({"arguments":"{\"b\":1}"}), so key order and volatile keys inside it do
+// not change the digest either.
+func (h *canonHasher) embedded(str string, depth int) (uint64, bool) {
+	t := strings.TrimSpace(str)
+	if t == "" || (t[0] != '{' && t[0] != '[') || depth+1 > maxDepth {
+		return 0, false
+	}
+	sub := canonHasher{s: t, deny: h.deny}
+	v, _, err := sub.value(depth+1, nil)
+	sub.skipWS()
+	if err != nil || sub.pos != len(sub.s) {
+		return 0, false
+	}
+	return v, true
 }
 
 func hashString(s string) uint64 {
@@ -240,22 +262,21 @@ func (h *canonHasher) str() (string, error) {
 				if i+4 >= len(h.s) {
 					return "", errSyntax
 				}
-				var r rune
-				for _, d := range []byte(h.s[i+1 : i+5]) {
-					r <<= 4
-					switch {
-					case '0' <= d && d <= '9':
-						r |= rune(d - '0')
-					case 'a' <= d && d <= 'f':
-						r |= rune(d-'a') + 10
-					case 'A' <= d && d <= 'F':
-						r |= rune(d-'A') + 10
-					default:
-						return "", errSyntax
+				r, ok := hex4(h.s[i+1 : i+5])
+				if !ok {
+					return "", errSyntax
+				}
+				i += 4
+				// A surrogate pair is one character: "\ud83d\ude00" == "😀".
+				if utf16.IsSurrogate(r) && i+6 < len(h.s) && h.s[i+1] == '\\' && h.s[i+2] == 'u' {
+					if lo, ok := hex4(h.s[i+3 : i+7]); ok {
+						if pair := utf16.DecodeRune(r, lo); pair != utf8.RuneError {
+							r = pair
+							i += 6
+						}
 					}
 				}
-				h.scratch = appendRune(h.scratch, r)
-				i += 4
+				h.scratch = utf8.AppendRune(h.scratch, r)
 			default:
 				h.scratch = append(h.scratch, e)
 			}
@@ -266,15 +287,23 @@ func (h *canonHasher) str() (string, error) {
 	return "", errSyntax
 }
 
-func appendRune(b []byte, r rune) []byte {
-	switch {
-	case r < 0x80:
-		return append(b, byte(r))
-	case r < 0x800:
-		return append(b, 0xC0|byte(r>>6), 0x80|byte(r&0x3F))
-	default:
-		return append(b, 0xE0|byte(r>>12), 0x80|byte((r>>6)&0x3F), 0x80|byte(r&0x3F))
+func hex4(s string) (rune, bool) {
+	var r rune
+	for i := 0; i < 4; i++ {
+		d := s[i]
+		r <<= 4
+		switch {
+		case '0' <= d && d <= '9':
+			r |= rune(d - '0')
+		case 'a' <= d && d <= 'f':
+			r |= rune(d-'a') + 10
+		case 'A' <= d && d <= 'F':
+			r |= rune(d-'A') + 10
+		default:
+			return 0, false
+		}
 	}
+	return r, true
 }
 
 // wrapperInfo records, for a top-level object, the members that framework
@@ -409,11 +438,10 @@ func (w *wrapperInfo) unwrapped() (uint64, bool) {
 	if w.other {
 		return 0, false
 	}
-	if (w.hasInputs || w.hasInputStr) && !w.hasArgs && !w.hasKwargs {
-		if w.hasInputs {
-			return w.inputs, true
-		}
-		return w.inputStr, true
+	// LangChain's wrapper always has both: {"inputs": …} alone may be a
+	// tool's real arguments.
+	if w.hasInputs && w.hasInputStr && !w.hasArgs && !w.hasKwargs {
+		return w.inputs, true
 	}
 	if w.hasKwargs && !w.langchain && !w.hasInputs && !w.hasInputStr && (!w.hasArgs || w.argsEmpty) {
 		return w.kwargs, true
