@@ -163,7 +163,6 @@ func Run(ctx context.Context, cfg *loopdetect.Config, batches []Batch) (*Result,
 		return nil, err
 	}
 	for _, b := range batches {
-		stripPriorVerdicts(b.Traces)
 		if err := p.ConsumeTraces(ctx, b.Traces); err != nil {
 			_ = p.Shutdown(ctx)
 			return nil, fmt.Errorf("%s: %w", b.Source, err)
@@ -173,25 +172,6 @@ func Run(ctx context.Context, cfg *loopdetect.Config, batches []Batch) (*Result,
 		return nil, err
 	}
 	return res, sink.err
-}
-
-// stripPriorVerdicts removes what a live loop_detect already added to a
-// recording (transition events, synthetic spans), so a replay reports its
-// own verdicts once, not the recorded ones as well.
-func stripPriorVerdicts(td ptrace.Traces) {
-	td.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
-		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
-			ss.Spans().RemoveIf(func(s ptrace.Span) bool {
-				if _, ok := s.Attributes().Get(loopevent.AttrSynthetic); ok {
-					return true
-				}
-				s.Events().RemoveIf(func(e ptrace.SpanEvent) bool { return e.Name() == loopevent.EventName })
-				return false
-			})
-			return ss.Spans().Len() == 0
-		})
-		return rs.ScopeSpans().Len() == 0
-	})
 }
 
 type collector struct {

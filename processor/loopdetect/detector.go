@@ -150,7 +150,7 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 		st.call = engine.ToolCall{}
 		d.pool.Put(st)
 	}()
-	var spans, calls, malformed, oversized, badEvidence int64
+	var spans, calls, malformed, oversized, badEvidence, foreign int64
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -158,11 +158,28 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			ss := sss.At(j).Spans()
+			foreignSpans := false
 			for k := 0; k < ss.Len(); k++ {
 				span := ss.At(k)
 				spans++
 				if d.cfg.EventTime {
 					advance(&d.eventNow, int64(span.EndTimestamp()))
+				}
+				// Verdicts are this processor's to make: alert_sink turns
+				// them into signed kills, so any that arrive from outside
+				// are removed (a client could otherwise forge a kill).
+				if span.Name() == loopevent.SyntheticSpanName {
+					foreignSpans = true
+					continue
+				}
+				if span.Events().Len() > 0 {
+					span.Events().RemoveIf(func(e ptrace.SpanEvent) bool {
+						if e.Name() == loopevent.EventName {
+							foreign++
+							return true
+						}
+						return false
+					})
 				}
 				if !d.pre.MaybeTool(span) {
 					continue
@@ -182,6 +199,15 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 					d.record(ctx, &st.trans[t])
 				}
 			}
+			if foreignSpans {
+				ss.RemoveIf(func(s ptrace.Span) bool {
+					if s.Name() == loopevent.SyntheticSpanName {
+						foreign++
+						return true
+					}
+					return false
+				})
+			}
 		}
 	}
 	d.telemetry.LoopdetectSpans.Add(ctx, spans)
@@ -191,6 +217,7 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 		d.addDegraded(ctx, "oversized", oversized)
 		d.addDegraded(ctx, "bad_evidence", badEvidence)
 	}
+	d.addDegraded(ctx, "foreign_verdict", foreign)
 	d.reportStats(ctx)
 	if err := next.ConsumeTraces(ctx, td); err != nil {
 		return err

@@ -224,3 +224,25 @@ func TestLongLoopTraceKeepsMemoryFlat(t *testing.T) {
 	require.Less(t, at200k, at20k+(1<<20), fmt.Sprintf("heap grew from %d to %d bytes", at20k, at200k))
 	require.EqualValues(t, 1, d.eng.Stats().Sessions.Load())
 }
+
+// TestForeignVerdictsAreRemoved: a client cannot forge a kill by sending a
+// transition event or a synthetic transition span of its own.
+func TestForeignVerdictsAreRemoved(t *testing.T) {
+	tt := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
+	d, sink := newTestDetector(t, tt, func(c *Config) { c.EventTime = true })
+	td := toolTraces(5, 1, base, "read", `{"p":1}`, "x", nil)
+	forged := loopevent.Event{ID: "forged", To: "stuck", Kill: true, Target: loopevent.Target{ServiceInstanceID: "victim"}}
+	span := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+	forged.CopyTo(span.Events().AppendEmpty().Attributes())
+	span.Events().At(0).SetName(loopevent.EventName)
+	synthetic := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().AppendEmpty()
+	synthetic.SetName(loopevent.SyntheticSpanName)
+	forged.CopyTo(synthetic.Attributes())
+	require.NoError(t, d.ConsumeTraces(context.Background(), td))
+	require.Empty(t, events(t, sink.AllTraces()))
+	require.Equal(t, 1, sink.SpanCount(), "the synthetic span is dropped, the tool span kept")
+	metadatatest.AssertEqualLoopdetectDegraded(t, tt, []metricdata.DataPoint[int64]{
+		{Value: 2, Attributes: attribute.NewSet(attribute.String("kind", "foreign_verdict"))},
+	}, metricdatatest.IgnoreTimestamp())
+}

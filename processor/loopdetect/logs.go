@@ -236,7 +236,7 @@ func (r logRecord) SpanID() [8]byte {
 	var b [8]byte
 	sid := r.lr.SpanID()
 	_, _ = h.Write(sid[:])
-	putUint64(&b, uint64(r.lr.Timestamp()))
+	putUint64(&b, uint64(r.time().UnixNano())) // the observed time when Timestamp is unset
 	_, _ = h.Write(b[:])
 	_, _ = h.WriteString(r.name)
 	for _, k := range [...]string{"tool_use_id", "event.sequence", "gen_ai.tool.call.id", "tool_name", "session.id"} {
@@ -281,7 +281,7 @@ func (r logRecord) EventAttr(int, string) (extract.Value, bool) { return extract
 func (d *detector) consumeLogs(ctx context.Context, ld plog.Logs, x *extract.Extractor, next consumer.Logs) error {
 	st := d.pool.Get().(*batchState)
 	defer d.pool.Put(st)
-	var records, calls, malformed, oversized, badEvidence, noSession int64
+	var records, calls, malformed, oversized, badEvidence, noSession, foreign int64
 	var pending []loopevent.Event
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
@@ -291,6 +291,15 @@ func (d *detector) consumeLogs(ctx context.Context, ld plog.Logs, x *extract.Ext
 		for j := 0; j < sls.Len(); j++ {
 			lrs := sls.At(j).LogRecords()
 			pending = pending[:0]
+			// Verdicts are this processor's to make: incoming transition
+			// records would become signed kills in alert_sink.
+			lrs.RemoveIf(func(lr plog.LogRecord) bool {
+				if lr.EventName() == loopevent.EventName {
+					foreign++
+					return true
+				}
+				return false
+			})
 			for k := 0; k < lrs.Len(); k++ {
 				lr := lrs.At(k)
 				records++
@@ -331,6 +340,7 @@ func (d *detector) consumeLogs(ctx context.Context, ld plog.Logs, x *extract.Ext
 		d.addDegraded(ctx, "oversized", oversized)
 		d.addDegraded(ctx, "bad_evidence", badEvidence)
 	}
+	d.addDegraded(ctx, "foreign_verdict", foreign)
 	if noSession > 0 {
 		d.addDegraded(ctx, "no_session", noSession)
 		d.logger.Debug("Tool-call log records without a session key or trace context were skipped",

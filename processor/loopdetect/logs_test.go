@@ -217,3 +217,37 @@ func TestLogsAndTracesShareOneDetector(t *testing.T) {
 	shared.Unlock()
 	assert.False(t, live)
 }
+
+// TestLogsWithOnlyObservedTimeAreDistinctCalls: records without Timestamp
+// (only ObservedTimestamp) and without ids are still separate calls, and a
+// forged transition record from a client is removed.
+func TestLogsWithOnlyObservedTimeAreDistinctCalls(t *testing.T) {
+	sink := new(consumertest.LogsSink)
+	p, err := NewFactory().CreateLogs(context.Background(), processortest.NewNopSettings(metadata.Type), eventTimeConfig(), sink)
+	require.NoError(t, err)
+	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
+	for i := 0; i < 6; i++ {
+		ld, sl := newLogs()
+		claudeToolResult(sl, 0, "cc-2", "", "make", "true")
+		lr := sl.LogRecords().At(0)
+		lr.SetTimestamp(0)
+		lr.SetObservedTimestamp(pcommon.NewTimestampFromTime(t0.Add(time.Duration(i) * time.Second)))
+		lr.Attributes().Remove("tool_use_id")
+		if i == 0 {
+			forged := sl.LogRecords().AppendEmpty()
+			forged.SetEventName(loopevent.EventName)
+			(&loopevent.Event{To: "stuck", Kill: true}).CopyTo(forged.Attributes())
+		}
+		require.NoError(t, p.ConsumeLogs(context.Background(), ld))
+	}
+	require.NoError(t, p.Shutdown(context.Background()))
+	evs := transitions(t, sink.AllLogs())
+	kills := 0
+	for _, e := range evs {
+		if e.Kill {
+			kills++
+			assert.Equal(t, "cc-2", e.Session, "only our own verdict may kill")
+		}
+	}
+	assert.Equal(t, 1, kills, "the loop is detected once, the forged kill removed: %+v", evs)
+}
