@@ -3,6 +3,7 @@ package loopdetect
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -45,6 +46,9 @@ type detector struct {
 	reportMu sync.Mutex
 	reported struct{ sessions, evicted, expired, dups, ooo int64 }
 
+	pendingMu sync.Mutex
+	pending   []engine.Transition
+
 	stop chan struct{}
 	done chan struct{}
 	pool sync.Pool
@@ -81,6 +85,9 @@ type batchState struct {
 	call  engine.ToolCall
 	sc    extract.Scratch
 	trans []engine.Transition
+	// batch collects the batch's transitions, to re-emit them should
+	// forwarding fail (the engine has already counted them).
+	batch []engine.Transition
 }
 
 func (d *detector) Capabilities() consumer.Capabilities {
@@ -148,6 +155,7 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 		// The call's strings point into this batch: drop them before reuse,
 		// so no pdata outlives forwarding.
 		st.call = engine.ToolCall{}
+		st.batch = st.batch[:0]
 		d.pool.Put(st)
 	}()
 	var spans, calls, malformed, oversized, badEvidence, foreign int64
@@ -198,6 +206,7 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 					d.attach(span.Events().AppendEmpty(), &ev)
 					d.record(ctx, &st.trans[t])
 				}
+				st.batch = append(st.batch, st.trans...)
 			}
 			if foreignSpans {
 				ss.RemoveIf(func(s ptrace.Span) bool {
@@ -220,6 +229,7 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 	d.addDegraded(ctx, "foreign_verdict", foreign)
 	d.reportStats(ctx)
 	if err := next.ConsumeTraces(ctx, td); err != nil {
+		d.keepPending(st.batch)
 		return err
 	}
 	if d.cfg.EventTime {
@@ -306,14 +316,47 @@ func (d *detector) attach(ev ptrace.SpanEvent, e *loopevent.Event) {
 
 // tick runs the engine's timers and emits their transitions at once as
 // zero-duration spans in each agent's trace.
+// maxPending bounds the transitions kept for re-emission.
+const maxPending = 4096
+
+// keepPending keeps transitions whose batch could not be forwarded: the
+// engine will not decide them again (a retried batch is a duplicate), so
+// the next tick re-emits them as synthetic spans — a kill is never lost to
+// a full queue downstream. Their event ids are stable, so a receiver that
+// saw them once recognises the repetition.
+func (d *detector) keepPending(trans []engine.Transition) {
+	if len(trans) == 0 {
+		return
+	}
+	d.pendingMu.Lock()
+	defer d.pendingMu.Unlock()
+	d.pending = append(d.pending, trans...)
+	if over := len(d.pending) - maxPending; over > 0 {
+		d.pending = append(d.pending[:0], d.pending[over:]...)
+		d.logger.Warn("Dropped transitions that could not be forwarded", zap.Int("dropped", over))
+	}
+}
+
+func (d *detector) takePending() []engine.Transition {
+	d.pendingMu.Lock()
+	defer d.pendingMu.Unlock()
+	p := d.pending
+	d.pending = nil
+	return p
+}
+
 func (d *detector) tick(ctx context.Context, now time.Time) error {
-	trans := d.eng.Tick(now, nil)
+	fresh := d.eng.Tick(now, nil)
 	d.reportStats(ctx)
+	for i := range fresh {
+		d.record(ctx, &fresh[i])
+	}
+	trans := append(d.takePending(), fresh...)
 	if len(trans) == 0 {
 		return nil
 	}
 	td := ptrace.NewTraces()
-	var toLogs []engine.Transition
+	var toLogs, toTraces []engine.Transition
 	for i := range trans {
 		t := &trans[i]
 		if d.routeToLogs(t) {
@@ -322,13 +365,7 @@ func (d *detector) tick(ctx context.Context, now time.Time) error {
 		}
 		ev := toEvent(t)
 		rs := td.ResourceSpans().AppendEmpty()
-		res := rs.Resource().Attributes()
-		putIf(res, "service.name", t.Target.ServiceName)
-		putIf(res, "service.instance.id", t.Target.ServiceInstanceID)
-		putIf(res, "host.name", t.Target.HostName)
-		if t.Target.PID != 0 {
-			res.PutInt("process.pid", t.Target.PID)
-		}
+		putTarget(rs.Resource().Attributes(), t.Target)
 		ss := rs.ScopeSpans().AppendEmpty()
 		ss.Scope().SetName(metadata.ScopeName)
 		span := ss.Spans().AppendEmpty()
@@ -341,20 +378,32 @@ func (d *detector) tick(ctx context.Context, now time.Time) error {
 		span.SetEndTimestamp(ts)
 		span.Attributes().PutBool(loopevent.AttrSynthetic, true)
 		d.attach(span.Events().AppendEmpty(), &ev)
-		d.record(ctx, t)
+		toTraces = append(toTraces, *t)
 	}
+	var errs []error
 	if err := d.tickLogs(ctx, toLogs); err != nil {
-		return err
+		d.keepPending(toLogs)
+		errs = append(errs, err)
 	}
-	if td.ResourceSpans().Len() == 0 {
-		return nil
+	if td.ResourceSpans().Len() > 0 {
+		if err := d.next.ConsumeTraces(ctx, td); err != nil {
+			d.keepPending(toTraces)
+			errs = append(errs, err)
+		}
 	}
-	return d.next.ConsumeTraces(ctx, td)
+	return errors.Join(errs...)
 }
 
-func putIf(m pcommon.Map, k, v string) {
-	if v != "" {
-		m.PutStr(k, v)
+// putTarget writes the agent's identity as resource attributes of a
+// transition the processor emits itself, so it routes like the agent's data.
+func putTarget(m pcommon.Map, t engine.Target) {
+	for _, kv := range [...][2]string{{"service.name", t.ServiceName}, {"service.instance.id", t.ServiceInstanceID}, {"host.name", t.HostName}} {
+		if kv[1] != "" {
+			m.PutStr(kv[0], kv[1])
+		}
+	}
+	if t.PID != 0 {
+		m.PutInt("process.pid", t.PID)
 	}
 }
 

@@ -2,6 +2,7 @@ package loopdetect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -245,4 +246,35 @@ func TestForeignVerdictsAreRemoved(t *testing.T) {
 	metadatatest.AssertEqualLoopdetectDegraded(t, tt, []metricdata.DataPoint[int64]{
 		{Value: 2, Attributes: attribute.NewSet(attribute.String("kind", "foreign_verdict"))},
 	}, metricdatatest.IgnoreTimestamp())
+}
+
+// TestKillSurvivesAFailedForward: when the next consumer refuses the batch
+// that carried a kill, the client's retry is a duplicate the engine will not
+// decide again, so the next tick re-emits the transitions.
+func TestKillSurvivesAFailedForward(t *testing.T) {
+	d, _ := newTestDetector(t, nil, func(c *Config) { c.EventTime = true })
+	ctx := context.Background()
+	sink := new(consumertest.TracesSink)
+	refusing := consumertest.NewErr(errors.New("queue full"))
+	d.next = sink
+	for i := 0; i < 4; i++ {
+		require.NoError(t, d.ConsumeTraces(ctx, toolTraces(8, uint64(i), base.Add(time.Duration(i)*time.Second), "bash", `{"c":"ls"}`, "same", nil)))
+	}
+	d.next = refusing
+	fifth := toolTraces(8, 4, base.Add(4*time.Second), "bash", `{"c":"ls"}`, "same", nil)
+	require.Error(t, d.ConsumeTraces(ctx, fifth))
+	d.next = sink
+	// The client retries the same batch: a duplicate, no new decision.
+	require.NoError(t, d.ConsumeTraces(ctx, toolTraces(8, 4, base.Add(4*time.Second), "bash", `{"c":"ls"}`, "same", nil)))
+	require.NoError(t, d.tick(ctx, base.Add(5*time.Second)))
+	var kills []loopevent.Event
+	for _, e := range events(t, sink.AllTraces()) {
+		if e.Kill {
+			kills = append(kills, e)
+		}
+	}
+	require.Len(t, kills, 1, "the kill decided in the refused batch is re-emitted once")
+	require.Equal(t, int64(5), kills[0].CallIndex)
+	require.NoError(t, d.tick(ctx, base.Add(6*time.Second)))
+	require.Len(t, events(t, sink.AllTraces()), 2, "nothing is re-emitted twice")
 }

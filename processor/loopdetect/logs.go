@@ -280,7 +280,11 @@ func (r logRecord) EventAttr(int, string) (extract.Value, bool) { return extract
 // transition to the scope of the record that caused it, and forwards ld.
 func (d *detector) consumeLogs(ctx context.Context, ld plog.Logs, x *extract.Extractor, next consumer.Logs) error {
 	st := d.pool.Get().(*batchState)
-	defer d.pool.Put(st)
+	defer func() {
+		st.call = engine.ToolCall{}
+		st.batch = st.batch[:0]
+		d.pool.Put(st)
+	}()
 	var records, calls, malformed, oversized, badEvidence, noSession, foreign int64
 	var pending []loopevent.Event
 	rls := ld.ResourceLogs()
@@ -326,13 +330,13 @@ func (d *detector) consumeLogs(ctx context.Context, ld plog.Logs, x *extract.Ext
 					pending = append(pending, toEvent(&st.trans[t]))
 					d.record(ctx, &st.trans[t])
 				}
+				st.batch = append(st.batch, st.trans...)
 			}
 			for p := range pending {
 				appendTransition(lrs, &pending[p])
 			}
 		}
 	}
-	st.call = engine.ToolCall{}
 	d.telemetry.LoopdetectSpans.Add(ctx, records)
 	if calls > 0 {
 		d.telemetry.LoopdetectToolCalls.Add(ctx, calls)
@@ -348,6 +352,7 @@ func (d *detector) consumeLogs(ctx context.Context, ld plog.Logs, x *extract.Ext
 	}
 	d.reportStats(ctx)
 	if err := next.ConsumeLogs(ctx, ld); err != nil {
+		d.keepPending(st.batch)
 		return err
 	}
 	if d.cfg.EventTime {
@@ -394,13 +399,7 @@ func (d *detector) tickLogs(ctx context.Context, trans []engine.Transition) erro
 		t := &trans[i]
 		ev := toEvent(t)
 		rl := ld.ResourceLogs().AppendEmpty()
-		res := rl.Resource().Attributes()
-		putIf(res, "service.name", t.Target.ServiceName)
-		putIf(res, "service.instance.id", t.Target.ServiceInstanceID)
-		putIf(res, "host.name", t.Target.HostName)
-		if t.Target.PID != 0 {
-			res.PutInt("process.pid", t.Target.PID)
-		}
+		putTarget(rl.Resource().Attributes(), t.Target)
 		sl := rl.ScopeLogs().AppendEmpty()
 		sl.Scope().SetName(metadata.ScopeName)
 		appendTransition(sl.LogRecords(), &ev)
@@ -408,7 +407,6 @@ func (d *detector) tickLogs(ctx context.Context, trans []engine.Transition) erro
 			lr := sl.LogRecords().At(0)
 			lr.SetTraceID(t.TraceID)
 		}
-		d.record(ctx, t)
 	}
 	return d.nextLogs.ConsumeLogs(ctx, ld)
 }
