@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"encoding/binary"
 	"errors"
+	"math/bits"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -42,50 +44,65 @@ func mix(x uint64) uint64 {
 
 var errSyntax = errors.New("malformed JSON")
 
-// keySet matches object keys regardless of case, '_' and '-', so that
+// keySet matches object keys regardless of case, '_', '-' and '.', so that
 // request_id, requestId and Request-ID are one key; a trailing '*' in a
-// configured key matches a prefix.
+// configured key matches a prefix. Keys are compared by a hash of their
+// normalized form, computed in one pass with no buffer.
 type keySet struct {
-	exact    map[string]struct{}
-	prefixes []string
-	// filter has the bit filterBit of every exact key set, so most keys
-	// are rejected without a map lookup.
-	filter [4]uint64
+	exact map[uint64]struct{}
+	// filter has bit (hash & 255) of every exact key, so most keys are
+	// rejected without a map lookup.
+	filter   [4]uint64
+	prefixes []prefixHash
+	// maxPrefix is the longest normalized prefix.
+	maxPrefix int
 }
 
-// filterBit mixes a normalized key's length and first and last bytes.
-func filterBit(n []byte) uint8 {
-	if len(n) == 0 {
-		return 0
+type prefixHash struct {
+	n int
+	h uint64
+}
+
+const (
+	normSeed  = 0xcbf29ce484222325
+	normPrime = 0x100000001b3
+)
+
+// normStep folds one key byte as the normalization does; skip is true for
+// the separators it drops.
+func normStep(h uint64, c byte) (uint64, bool) {
+	switch {
+	case c == '_' || c == '-' || c == '.':
+		return h, true
+	case 'A' <= c && c <= 'Z':
+		c += 'a' - 'A'
 	}
-	return uint8(len(n))*31 ^ n[0]*7 ^ n[len(n)-1]
+	return (h ^ uint64(c)) * normPrime, false
 }
 
-func normalizeKey(dst []byte, key string) []byte {
+func normHash(key string) (h uint64, n int) {
+	h = normSeed
 	for i := 0; i < len(key); i++ {
-		c := key[i]
-		switch {
-		case c == '_' || c == '-' || c == '.':
-			continue
-		case 'A' <= c && c <= 'Z':
-			c += 'a' - 'A'
+		var skip bool
+		if h, skip = normStep(h, key[i]); !skip {
+			n++
 		}
-		dst = append(dst, c)
 	}
-	return dst
+	return h, n
 }
 
 func newKeySet(keys []string) *keySet {
-	ks := &keySet{exact: make(map[string]struct{}, len(keys))}
+	ks := &keySet{exact: make(map[uint64]struct{}, len(keys))}
 	for _, k := range keys {
 		if p, ok := strings.CutSuffix(k, "*"); ok {
-			ks.prefixes = append(ks.prefixes, string(normalizeKey(nil, p)))
+			h, n := normHash(p)
+			ks.prefixes = append(ks.prefixes, prefixHash{n: n, h: h})
+			ks.maxPrefix = max(ks.maxPrefix, n)
 			continue
 		}
-		n := normalizeKey(nil, k)
-		ks.exact[string(n)] = struct{}{}
-		b := filterBit(n)
-		ks.filter[b>>6] |= 1 << (b & 63)
+		h, _ := normHash(k)
+		ks.exact[h] = struct{}{}
+		ks.filter[h>>6&3] |= 1 << (h & 63)
 	}
 	return ks
 }
@@ -94,19 +111,54 @@ func (ks *keySet) match(key string) bool {
 	if ks == nil || len(key) > 64 {
 		return false
 	}
-	var buf [64]byte
-	n := normalizeKey(buf[:0], key)
-	if b := filterBit(n); ks.filter[b>>6]&(1<<(b&63)) != 0 {
-		if _, ok := ks.exact[string(n)]; ok {
-			return true
+	h := uint64(normSeed)
+	n := 0
+	for i := 0; i < len(key); i++ {
+		var skip bool
+		if h, skip = normStep(h, key[i]); skip {
+			continue
+		}
+		n++
+		if n <= ks.maxPrefix {
+			for _, p := range ks.prefixes {
+				if p.n == n && p.h == h {
+					return true
+				}
+			}
 		}
 	}
-	for _, p := range ks.prefixes {
-		if len(n) >= len(p) && string(n[:len(p)]) == p {
-			return true
-		}
+	if ks.filter[h>>6&3]&(1<<(h&63)) == 0 {
+		return false
 	}
-	return false
+	_, ok := ks.exact[h]
+	return ok
+}
+
+// strHash hashes a string; short strings (most keys and values) take a
+// multiply-fold path far cheaper than a general hash's setup.
+func strHash(s string) uint64 {
+	n := len(s)
+	if n > 16 {
+		return xxhash.Sum64String(s)
+	}
+	var a, b uint64
+	switch {
+	case n >= 8:
+		a = binary.LittleEndian.Uint64([]byte(s[:8]))
+		b = binary.LittleEndian.Uint64([]byte(s[n-8:]))
+	case n >= 4:
+		a = uint64(binary.LittleEndian.Uint32([]byte(s[:4])))
+		b = uint64(binary.LittleEndian.Uint32([]byte(s[n-4:])))
+	case n > 0:
+		a = uint64(s[0])<<16 | uint64(s[n>>1])<<8 | uint64(s[n-1])
+	}
+	return mum(a^0xa0761d6478bd642f, b^0xe7037ed1a0b428db^uint64(n))
+}
+
+// mum is the 64×64→128 multiply-fold at the heart of wyhash.
+func mum(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	return hi ^ lo
 }
 
 // terminalMatcher recognises a finished async result: a status-like key
@@ -183,7 +235,7 @@ func (h *canonHasher) value(depth int, wrap *wrapperInfo) (uint64, bool, error) 
 			}
 			break
 		}
-		return mix(xxhash.Sum64String(h.s[start:h.pos]) ^ tagNumber), false, nil
+		return strHash(h.s[start:h.pos]) ^ tagNumber, false, nil
 	default:
 		return 0, false, errSyntax
 	}
@@ -207,7 +259,10 @@ func (h *canonHasher) embedded(str string, depth int) (uint64, bool) {
 }
 
 func hashString(s string) uint64 {
-	return mix(xxhash.Sum64String(strings.TrimSpace(s)) ^ tagString)
+	if n := len(s); n > 0 && (s[0] <= ' ' || s[n-1] <= ' ') {
+		s = strings.TrimSpace(s)
+	}
+	return strHash(s) ^ tagString
 }
 
 func (h *canonHasher) literal(lit string, tag uint64) (uint64, bool, error) {
@@ -344,7 +399,7 @@ func (h *canonHasher) object(depth int, wrap *wrapperInfo) (uint64, bool, error)
 			return 0, false, err
 		}
 		// key may alias scratch; hash it before the value reuses scratch.
-		keyHash := xxhash.Sum64String(key)
+		keyHash := strHash(key)
 		denied := h.deny.match(key)
 		var wkey string
 		if wrap != nil {
@@ -382,7 +437,7 @@ func (h *canonHasher) object(depth int, wrap *wrapperInfo) (uint64, bool, error)
 			wrap.note(wkey, vh)
 		}
 		if !denied && !isNull {
-			sum += mix(keyHash*tagMember ^ vh)
+			sum += mum(keyHash^tagMember, vh^tagString)
 			n++
 		}
 		h.skipWS()
@@ -466,7 +521,7 @@ func (h *canonHasher) array(depth int) (uint64, bool, error) {
 		if err != nil {
 			return 0, false, err
 		}
-		acc = mix(acc*primeArray + vh)
+		acc = mum(acc^primeArray, vh^tagArray)
 		n++
 		h.skipWS()
 		if h.pos < len(h.s) && h.s[h.pos] == ',' {
