@@ -82,9 +82,11 @@ type Span interface {
 
 // Extractor holds the compiled key lists. It is safe for concurrent use.
 type Extractor struct {
-	keys Keys
-	norm *engine.Normalizer
-	skip map[string]struct{}
+	keys  Keys
+	norm  *engine.Normalizer
+	skip  map[string]struct{}
+	tab   attrTable
+	slots roleSlots
 }
 
 // New compiles keys and the normalizer into an Extractor.
@@ -93,6 +95,7 @@ func New(keys Keys, norm *engine.Normalizer) *Extractor {
 	for _, n := range keys.SkipToolNames {
 		x.skip[n] = struct{}{}
 	}
+	x.tab, x.slots = compileSlots(&x.keys)
 	return x
 }
 
@@ -113,27 +116,7 @@ type Outcome struct {
 // Session strings in the ToolCall may point into it.
 type Scratch struct {
 	traceHex [32]byte
-}
-
-func first[S Span](s S, keys []string) (Value, string, bool) {
-	for _, k := range keys {
-		if v, ok := s.Attr(k); ok {
-			return v, k, true
-		}
-	}
-	return Value{}, "", false
-}
-
-func firstSpanOrResource[S Span](s S, keys []string) (Value, string, bool) {
-	if v, k, ok := first(s, keys); ok {
-		return v, k, true
-	}
-	for _, k := range keys {
-		if v, ok := s.ResourceAttr(k); ok {
-			return v, k, true
-		}
-	}
-	return Value{}, "", false
+	attrs    AttrSink
 }
 
 // Classify reports whether s is a tool call and which client shape matched:
@@ -188,10 +171,25 @@ func declaredTool[S Span](x *Extractor, s S) (declared, ok bool) {
 	return x.keys.declaresTool(key, v), true
 }
 
-func skipped[S Span](x *Extractor, s S) bool {
+// clientHint is Classify's ClientHints step (keep the two alike) over a's
+// slots: Extract reads the hints from its one pass over the attributes.
+func clientHint[S Span](x *Extractor, a *attrs[S], client string) string {
+	if a.sink != nil && a.sink.seen&x.slots.hintMask == 0 {
+		return client // none of the hints' keys is present
+	}
+	for i := range x.keys.ClientHints {
+		h := &x.keys.ClientHints[i]
+		if v, found := a.get(x.slots.hints[i]); found && h.matchValue(v) {
+			return h.Client
+		}
+	}
+	return client
+}
+
+func skipped[S Span](x *Extractor, a *attrs[S]) bool {
 	for i := range x.keys.SkipSpans {
 		m := &x.keys.SkipSpans[i]
-		if v, ok := s.Attr(m.Key); ok && m.matchValue(v) {
+		if v, ok := a.get(x.slots.skip[i]); ok && m.matchValue(v) {
 			return true
 		}
 	}
@@ -201,19 +199,21 @@ func skipped[S Span](x *Extractor, s S) bool {
 // Extract fills c from s and reports whether s is a tool call.
 func Extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall) (bool, Outcome) {
 	var out Outcome
-	client, ok := Classify(x, s)
+	// Classify, its ClientHints step read from the one pass below.
+	client, ok := classify(x, s)
 	if !ok {
 		return false, out
 	}
-	*c = engine.ToolCall{Client: client}
-	c.Tool = toolName(x, s)
-	if _, skip := x.skip[c.Tool]; skip || skipped(x, s) {
+	a := newAttrs(x, s, sc)
+	*c = engine.ToolCall{Client: clientHint(x, &a, client)}
+	c.Tool = toolName(x, &a)
+	if _, skip := x.skip[c.Tool]; skip || skipped(x, &a) {
 		return false, out
 	}
 	c.TraceID, c.SpanID, c.ParentSpanID = s.TraceID(), s.SpanID(), s.ParentSpanID()
 	c.Start, c.End = s.Start(), s.End()
 
-	if v, k, ok := firstSpanOrResource(s, x.keys.Session); ok && v.Text() != "" {
+	if v, k, ok := a.firstOrResource(x.slots.session); ok && v.Text() != "" {
 		c.Session, c.SessionSource = v.Text(), k
 	} else {
 		tid := c.TraceID
@@ -224,7 +224,7 @@ func Extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall) (bool, 
 		}
 		c.Session, c.SessionSource = unsafe.String(&sc.traceHex[0], len(sc.traceHex)), "trace_id"
 	}
-	if v, _, ok := firstSpanOrResource(s, x.keys.Agent); ok {
+	if v, _, ok := a.firstOrResource(x.slots.agent); ok {
 		c.Agent = v.Text()
 	}
 	if v, ok := s.ResourceAttr("service.name"); ok {
@@ -241,13 +241,13 @@ func Extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall) (bool, 
 			c.Target.PID = int64(f)
 		}
 	}
-	if v, _, ok := first(s, x.keys.CallID); ok {
+	if v, _, ok := a.first(x.slots.callID); ok {
 		if id := v.Text(); !x.ignoredCallID(id) {
 			c.CallID = id
 		}
 	}
 
-	args, argsOK := lookupContent(x, s, x.keys.Arguments, x.keys.ArgumentEvents)
+	args, argsOK := lookupContent(x, &a, x.slots.args, x.keys.ArgumentEvents)
 	if argsOK {
 		args = unwrapArgs(args)
 	}
@@ -259,13 +259,13 @@ func Extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall) (bool, 
 		out.Oversized = true
 	}
 
-	result, resultOK := lookupContent(x, s, x.keys.Result, x.keys.ResultEvents)
+	result, resultOK := lookupContent(x, &a, x.slots.result, x.keys.ResultEvents)
 	if resultOK {
 		result = unwrapResult(result)
 	}
-	c.Failed, c.ErrorClass = failure(x, s, result, resultOK)
+	c.Failed, c.ErrorClass = failure(x, &a, result, resultOK)
 
-	if v, _, ok := first(s, []string{x.keys.Fingerprint}); ok && v.Text() != "" {
+	if v, ok := a.get(x.slots.fingerprint); ok && v.Text() != "" {
 		c.Fingerprint, c.FingerprintSource = engine.Digest(xxhash.Sum64String(v.Text())), engine.FingerprintAttribute
 	} else if resultOK {
 		r := x.norm.Result(c.Tool, result)
@@ -275,7 +275,7 @@ func Extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall) (bool, 
 	} else if c.Failed {
 		c.Fingerprint, c.FingerprintSource = engine.Digest(xxhash.Sum64String(c.ErrorClass)), engine.FingerprintError
 	}
-	if !evidence(x, s, c) {
+	if !evidence(x, &a, c) {
 		out.BadEvidence = true
 	}
 	return true, out
@@ -298,11 +298,11 @@ func (x *Extractor) ignoredCallID(id string) bool {
 	return false
 }
 
-func toolName[S Span](x *Extractor, s S) string {
-	if v, _, ok := first(s, x.keys.ToolName); ok && v.Text() != "" {
+func toolName[S Span](x *Extractor, a *attrs[S]) string {
+	if v, _, ok := a.first(x.slots.toolName); ok && v.Text() != "" {
 		return v.Text()
 	}
-	name := s.Name()
+	name := a.s.Name()
 	for _, p := range x.keys.NamePrefixes {
 		if rest, ok := strings.CutPrefix(name, p); ok {
 			name = rest
@@ -322,12 +322,8 @@ func toolName[S Span](x *Extractor, s S) string {
 // span events (Strands puts them in gen_ai.tool.message / gen_ai.choice, or
 // in gen_ai.client.inference.operation.details messages). Values listed as
 // redacted count as absent.
-func lookupContent[S Span](x *Extractor, s S, keys []string, events []EventKey) (string, bool) {
-	for _, k := range keys {
-		v, ok := s.Attr(k)
-		if !ok {
-			continue
-		}
+func lookupContent[S Span](x *Extractor, a *attrs[S], slots []int32, events []EventKey) (string, bool) {
+	if v, k, ok := a.first(slots); ok {
 		if x.redacted(k, v) {
 			return "", false
 		}
@@ -336,6 +332,7 @@ func lookupContent[S Span](x *Extractor, s S, keys []string, events []EventKey) 
 	if len(events) == 0 {
 		return "", false
 	}
+	s := a.s
 	n := s.EventCount()
 	for _, ek := range events {
 		for i := 0; i < n; i++ {
@@ -403,18 +400,19 @@ func unwrapResult(result string) string {
 	return result
 }
 
-func failure[S Span](x *Extractor, s S, result string, resultOK bool) (bool, string) {
+func failure[S Span](x *Extractor, a *attrs[S], result string, resultOK bool) (bool, string) {
+	s := a.s
 	isErr, desc := s.Status()
 	class := ""
-	if v, _, ok := first(s, x.keys.ErrorType); ok {
+	if v, _, ok := a.first(x.slots.errType); ok {
 		class, isErr = v.Text(), true
 	}
-	if v, _, ok := first(s, x.keys.ToolStatus); ok && strings.EqualFold(v.Text(), "error") {
+	if v, _, ok := a.first(x.slots.toolStat); ok && strings.EqualFold(v.Text(), "error") {
 		isErr = true
 	}
 	for i := range x.keys.Failure {
 		m := &x.keys.Failure[i]
-		if v, ok := s.Attr(m.Key); ok && m.matchValue(v) {
+		if v, ok := a.get(x.slots.failure[i]); ok && m.matchValue(v) {
 			isErr = true
 		}
 	}
@@ -455,20 +453,20 @@ func failure[S Span](x *Extractor, s S, result string, resultOK bool) (bool, str
 
 // evidence reads the product's evidence attributes; false means one was
 // present but unreadable (counted, then ignored).
-func evidence[S Span](x *Extractor, s S, c *engine.ToolCall) bool {
+func evidence[S Span](x *Extractor, a *attrs[S], c *engine.ToolCall) bool {
 	ok := true
-	k := &x.keys
-	if v, found := s.Attr(k.RetryAttempt); found {
+	k := &x.slots
+	if v, found := a.get(k.attempt); found {
 		if f, isNum := v.Number(); isNum && f >= 1 {
 			c.Attempt = int(f)
 		} else {
 			ok = false
 		}
 	}
-	if v, found := s.Attr(k.RetryMaxAttempts); found {
+	if v, found := a.get(k.maxAtt); found {
 		ma, isNum := v.Number()
-		ii, _ := s.Attr(k.RetryInitialInterval)
-		br, _ := s.Attr(k.RetryBackoffRate)
+		ii, _ := a.get(k.initial)
+		br, _ := a.get(k.backoff)
 		iiN, iiOK := ii.Number()
 		brN, brOK := br.Number()
 		if isNum && ma >= 1 {
@@ -483,8 +481,8 @@ func evidence[S Span](x *Extractor, s S, c *engine.ToolCall) bool {
 			ok = false
 		}
 	}
-	owner, hasOwner := s.Attr(k.WaitOwner)
-	deadline, hasDeadline := s.Attr(k.WaitDeadline)
+	owner, hasOwner := a.get(k.owner)
+	deadline, hasDeadline := a.get(k.deadline)
 	if hasOwner || hasDeadline {
 		c.Lease.Owner = owner.Text()
 		if hasDeadline {
@@ -494,7 +492,7 @@ func evidence[S Span](x *Extractor, s S, c *engine.ToolCall) bool {
 				ok = false
 			}
 		}
-		if r, found := s.Attr(k.WaitReason); found {
+		if r, found := a.get(k.reason); found {
 			c.Lease.Reason = r.Text()
 		}
 	}

@@ -1,6 +1,8 @@
 package extract_test
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,12 +71,85 @@ func newExtractor() *extract.Extractor {
 	return extract.New(extract.DefaultKeys(), engine.NewNormalizer(engine.DefaultNormalizerConfig()))
 }
 
+// listedSpan is a fakeSpan that lists its attributes in one pass
+// (extract.AttrLister): Extract then reads the sink instead of Attr. Keys of
+// even length go in lazily, so both ways of reading a slot are exercised.
+type listedSpan struct{ fakeSpan }
+
+func (*listedSpan) ListAttrs(s listedSpan, sink *extract.AttrSink) {
+	for k, v := range s.attrs {
+		i := sink.Want(k)
+		if i < 0 {
+			continue
+		}
+		if len(k)%2 == 0 {
+			sink.PutLazy(i)
+		} else {
+			sink.Put(i, val(v))
+		}
+		if sink.Want(k) >= 0 {
+			panic("a key is wanted once")
+		}
+	}
+}
+
+// run extracts s both ways, per-key lookups (fakeSpan) and one pass
+// (listedSpan), and requires the same answer.
 func run(t *testing.T, x *extract.Extractor, s fakeSpan) (engine.ToolCall, bool) {
 	t.Helper()
+	var sc, sc2 extract.Scratch
+	var c, c2 engine.ToolCall
+	ok, out := extract.Extract(x, s, &sc, &c)
+	ok2, out2 := extract.Extract(x, listedSpan{s}, &sc2, &c2)
+	require.Equal(t, ok, ok2, "one pass: tool call")
+	require.Equal(t, out, out2, "one pass: outcome")
+	if ok {
+		require.Equal(t, c, c2, "one pass: tool call")
+	}
+	return c, ok
+}
+
+// TestExtractOnePassKeyShapes: an empty key (never found), a key of 64
+// bytes or more, and more keys than the one-pass path holds read the same
+// both ways.
+func TestExtractOnePassKeyShapes(t *testing.T) {
+	long := strings.Repeat("k", 70)
+	attrs := map[string]any{
+		"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "bash",
+		"gen_ai.tool.call.arguments": `{"command":"ls"}`, long: "fp", "": "empty", "extra.7": "x",
+	}
+	k := extract.DefaultKeys()
+	k.Fingerprint = long
+	k.CallID = append([]string{""}, k.CallID...)
+	c, ok := run(t, extract.New(k, engine.NewNormalizer(engine.DefaultNormalizerConfig())), fakeSpan{name: "execute_tool bash", attrs: attrs})
+	require.True(t, ok)
+	assert.Equal(t, engine.FingerprintAttribute, c.FingerprintSource)
+	// fakeSpan's Attr finds the key "" (the pdata and SDK adapters' never
+	// do): the one pass must answer as Attr does.
+	assert.Equal(t, "empty", c.CallID)
+
+	for i := 0; i < 70; i++ {
+		k.Agent = append(k.Agent, "extra."+strconv.Itoa(i))
+	}
+	c, ok = run(t, extract.New(k, engine.NewNormalizer(engine.DefaultNormalizerConfig())), fakeSpan{name: "execute_tool bash", attrs: attrs})
+	require.True(t, ok)
+	assert.Equal(t, "x", c.Agent)
+}
+
+func TestExtractOnePassNoAlloc(t *testing.T) {
+	x := newExtractor()
+	s := listedSpan{fakeSpan{name: "execute_tool bash", attrs: map[string]any{
+		"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "bash", "gen_ai.tool.call.id": "c1",
+		"gen_ai.tool.call.arguments": `{"command":"ls"}`, "gen_ai.tool.call.result": "ok",
+	}}}
 	var sc extract.Scratch
 	var c engine.ToolCall
-	ok, _ := extract.Extract(x, s, &sc, &c)
-	return c, ok
+	allocs := testing.AllocsPerRun(100, func() {
+		extract.Extract(x, s, &sc, &c)
+	})
+	assert.Zero(t, allocs)
+	assert.Equal(t, "bash", c.Tool)
+	assert.Equal(t, "c1", c.CallID)
 }
 
 // want is the subset of ToolCall facts a shape must produce.

@@ -95,6 +95,35 @@ func (s *span) Name() string { return s.s.Name() }
 
 func (s *span) Attr(key string) (extract.Value, bool) { return lookup(s.attrs, key) }
 
+// ListAttrs hands the span's attributes to sink in one pass, back to front
+// (Attr returns a key's last occurrence). Only wanted keys' values are
+// converted, and slices, maps and bytes, whose conversion allocates, only if
+// extract reads them (PutLazy). The receiver is unused: extract calls it on
+// a nil *span.
+func (*span) ListAttrs(s *span, sink *extract.AttrSink) {
+	for i := len(s.attrs) - 1; i >= 0; i-- {
+		kv := &s.attrs[i]
+		j := sink.Want(string(kv.Key))
+		if j < 0 {
+			continue
+		}
+		switch kv.Value.Type() {
+		case attribute.STRING:
+			sink.Put(j, extract.Value{Kind: extract.KindString, Str: kv.Value.AsString()})
+		case attribute.INT64:
+			sink.Put(j, extract.Value{Kind: extract.KindInt, Int: kv.Value.AsInt64()})
+		case attribute.FLOAT64:
+			sink.Put(j, extract.Value{Kind: extract.KindDouble, Float: kv.Value.AsFloat64()})
+		case attribute.BOOL:
+			sink.Put(j, extract.Value{Kind: extract.KindBool, Bool: kv.Value.AsBool()})
+		case attribute.EMPTY:
+			sink.Put(j, extract.Value{Kind: extract.KindString})
+		default:
+			sink.PutLazy(j)
+		}
+	}
+}
+
 func (s *span) ResourceAttr(key string) (extract.Value, bool) {
 	if key == "" {
 		return extract.Value{}, false
@@ -129,4 +158,7 @@ func (s *span) EventAttr(i int, key string) (extract.Value, bool) {
 	return lookup(s.events[i].Attributes, key)
 }
 
-var _ extract.Span = (*span)(nil)
+var (
+	_ extract.Span              = (*span)(nil)
+	_ extract.AttrLister[*span] = (*span)(nil)
+)

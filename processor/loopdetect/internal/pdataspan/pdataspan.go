@@ -45,6 +45,34 @@ func lookup(m pcommon.Map, key string) (extract.Value, bool) {
 	return Value(v), true
 }
 
+// ListAttrs hands the span's attributes to sink in one pass, front to back
+// (Attr, pcommon.Map.Get, returns a key's first occurrence). Only wanted
+// keys' values are converted, and maps, slices and bytes, whose conversion
+// allocates, only if extract reads them (PutLazy). The receiver is unused:
+// extract calls it on a nil *Span, so the span is never boxed.
+func (*Span) ListAttrs(s Span, sink *extract.AttrSink) {
+	for k, v := range s.S.Attributes().All() {
+		i := sink.Want(k)
+		if i < 0 {
+			continue
+		}
+		switch v.Type() {
+		case pcommon.ValueTypeStr:
+			sink.Put(i, extract.Value{Kind: extract.KindString, Str: v.Str()})
+		case pcommon.ValueTypeInt:
+			sink.Put(i, extract.Value{Kind: extract.KindInt, Int: v.Int()})
+		case pcommon.ValueTypeDouble:
+			sink.Put(i, extract.Value{Kind: extract.KindDouble, Float: v.Double()})
+		case pcommon.ValueTypeBool:
+			sink.Put(i, extract.Value{Kind: extract.KindBool, Bool: v.Bool()})
+		default:
+			sink.PutLazy(i)
+		}
+	}
+}
+
+var _ extract.AttrLister[Span] = (*Span)(nil)
+
 // Name returns the span name.
 func (s Span) Name() string { return s.S.Name() }
 

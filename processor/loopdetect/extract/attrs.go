@@ -1,0 +1,300 @@
+package extract
+
+// One pass over a tool span's attributes.
+//
+// Extract reads some forty span attribute keys (client hints, tool name,
+// argument and result keys, call id, error keys, evidence attributes). Read
+// with Span.Attr, each is a scan of the span's attributes. A Span type that
+// implements AttrLister hands all its attributes to an AttrSink once
+// instead: the sink keeps those whose key Extract reads, in slots compiled
+// at New, and Extract then reads the slots. Either way every read answers
+// exactly what Span.Attr(key) answers.
+
+// AttrLister is optionally implemented by *S for a value Span type S, or by
+// S itself for a pointer Span type S. Extract finds it through a nil *S or a
+// nil S, so its method must not use its receiver: the span is the argument.
+// That keeps a value span from being boxed (allocated) on the hot path.
+//
+// ListAttrs calls sink.Want for every span attribute key, and for a slot
+// returned ≥ 0 sink.Put (or sink.PutLazy) with the attribute's value. The
+// sink keeps the first value per key, so the attributes must come in the
+// order in which Attr finds its hit first (pdata: front to back, Attr
+// returns the first; the OTel SDK adapter: back to front, Attr returns the
+// last).
+type AttrLister[S any] interface {
+	ListAttrs(s S, sink *AttrSink)
+}
+
+// maxSlots bounds the distinct keys the one-pass path reads; an Extractor
+// with more reads them with Span.Attr.
+const maxSlots = 64
+
+// AttrSink collects the attributes Extract reads from one span. It lives in
+// Scratch, so collecting allocates nothing.
+type AttrSink struct {
+	t    *attrTable
+	seen uint64 // slot has a value (Put or PutLazy)
+	lazy uint64 // slot's value is read with Span.Attr when needed
+	vals [maxSlots]Value
+}
+
+// Want returns the slot of key, or -1 when Extract does not read key or the
+// sink already holds a value for it.
+func (a *AttrSink) Want(key string) int {
+	t := a.t
+	n := len(key)
+	if n < 64 {
+		if t.lens&(1<<uint(n)) == 0 {
+			return -1
+		}
+	} else if !t.long {
+		return -1
+	}
+	for h := t.hash(key); ; h = (h + 1) & t.mask {
+		e := &t.ents[h]
+		if e.slot < 0 {
+			return -1
+		}
+		if e.key == key {
+			if a.seen&(1<<uint(e.slot)) != 0 {
+				return -1
+			}
+			return int(e.slot)
+		}
+	}
+}
+
+// Put stores the value of the attribute whose key Want mapped to slot.
+func (a *AttrSink) Put(slot int, v Value) {
+	a.seen |= 1 << uint(slot)
+	a.vals[slot] = v
+}
+
+// PutLazy records that the attribute whose key Want mapped to slot is
+// present, leaving its conversion to Span.Attr should Extract read it: for
+// values whose conversion costs (maps and slices rendered as JSON, bytes).
+func (a *AttrSink) PutLazy(slot int) {
+	a.seen |= 1 << uint(slot)
+	a.lazy |= 1 << uint(slot)
+}
+
+// attrTable maps the span attribute keys Extract reads to slots: open
+// addressing over a multiplicative hash of the key's length and three of
+// its bytes, the multiplier chosen at New for the fewest probes.
+type attrTable struct {
+	keys  []string // by slot; "" has a slot too, not in ents
+	empty uint64   // the slots of "": always read with Span.Attr
+	ents  []tabEnt
+	mask  uint32
+	shift uint32
+	mul   uint32
+	lens  uint64 // bit n: a key of length n < 64
+	long  bool   // a key of 64 bytes or more
+}
+
+type tabEnt struct {
+	key  string
+	slot int32 // -1: empty
+}
+
+func (t *attrTable) hash(key string) uint32 {
+	n := len(key)
+	x := uint32(n) | uint32(key[n-1])<<8 | uint32(key[n/2])<<16 | uint32(key[n*3/4])<<24
+	return (x * t.mul) >> t.shift & t.mask
+}
+
+// slot returns the slot of key, adding it if new.
+func (t *attrTable) slot(index map[string]int32, key string) int32 {
+	if i, ok := index[key]; ok {
+		return i
+	}
+	i := int32(len(t.keys))
+	t.keys = append(t.keys, key)
+	index[key] = i
+	return i
+}
+
+func (t *attrTable) slots(index map[string]int32, keys []string) []int32 {
+	out := make([]int32, len(keys))
+	for i, k := range keys {
+		out[i] = t.slot(index, k)
+	}
+	return out
+}
+
+// build lays out the hash table once every key has its slot.
+func (t *attrTable) build() {
+	bits := uint32(4)
+	for 1<<bits < 4*len(t.keys) {
+		bits++
+	}
+	size := uint32(1) << bits
+	t.mask, t.shift = size-1, 32-bits
+	best, bestCost := uint32(0), -1
+	for seed := uint32(0); seed < 256; seed++ {
+		t.mul = 0x9e3779b1 + seed*0x2545f492 | 1
+		if cost := t.fill(size); bestCost < 0 || cost < bestCost {
+			best, bestCost = t.mul, cost
+			if cost == 0 {
+				break
+			}
+		}
+	}
+	t.mul = best
+	t.fill(size)
+}
+
+// fill inserts the keys and returns the extra probes they take.
+func (t *attrTable) fill(size uint32) int {
+	t.ents = make([]tabEnt, size)
+	for i := range t.ents {
+		t.ents[i].slot = -1
+	}
+	t.lens, t.long, t.empty = 0, false, 0
+	cost := 0
+	for i, k := range t.keys {
+		if k == "" {
+			if i < maxSlots {
+				t.empty |= 1 << uint(i)
+			}
+			continue
+		}
+		if len(k) < 64 {
+			t.lens |= 1 << uint(len(k))
+		} else {
+			t.long = true
+		}
+		h := t.hash(k)
+		for t.ents[h].slot >= 0 {
+			h = (h + 1) & t.mask
+			cost++
+		}
+		t.ents[h] = tabEnt{key: k, slot: int32(i)}
+	}
+	return cost
+}
+
+// roleSlots are the slots of every key list Extract reads from span
+// attributes, in the lists' order.
+type roleSlots struct {
+	hints, skip, failure                              []int32 // parallel to ClientHints, SkipSpans, Failure
+	hintMask                                          uint64  // the hints' slots, when they fit maxSlots
+	toolName, args, result, callID, errType, toolStat []int32
+	session, agent                                    []int32
+	fingerprint, attempt, initial, backoff, maxAtt    int32
+	owner, deadline, reason                           int32
+}
+
+func compileSlots(k *Keys) (attrTable, roleSlots) {
+	var t attrTable
+	var r roleSlots
+	index := make(map[string]int32)
+	matchKeys := func(ms []Match) []int32 {
+		out := make([]int32, len(ms))
+		for i := range ms {
+			out[i] = t.slot(index, ms[i].Key)
+		}
+		return out
+	}
+	r.hints = matchKeys(k.ClientHints)
+	r.skip = matchKeys(k.SkipSpans)
+	r.toolName = t.slots(index, k.ToolName)
+	r.session = t.slots(index, k.Session)
+	r.agent = t.slots(index, k.Agent)
+	r.callID = t.slots(index, k.CallID)
+	r.args = t.slots(index, k.Arguments)
+	r.result = t.slots(index, k.Result)
+	r.errType = t.slots(index, k.ErrorType)
+	r.toolStat = t.slots(index, k.ToolStatus)
+	r.failure = matchKeys(k.Failure)
+	r.fingerprint = t.slot(index, k.Fingerprint)
+	r.attempt = t.slot(index, k.RetryAttempt)
+	r.maxAtt = t.slot(index, k.RetryMaxAttempts)
+	r.initial = t.slot(index, k.RetryInitialInterval)
+	r.backoff = t.slot(index, k.RetryBackoffRate)
+	r.owner = t.slot(index, k.WaitOwner)
+	r.deadline = t.slot(index, k.WaitDeadline)
+	r.reason = t.slot(index, k.WaitReason)
+	for _, sl := range r.hints {
+		if sl < maxSlots {
+			r.hintMask |= 1 << uint(sl)
+		}
+	}
+	t.build()
+	return t, r
+}
+
+// listerOf returns the AttrLister of span type S, if any, without boxing a
+// value S.
+func listerOf[S Span]() (AttrLister[S], bool) {
+	if l, ok := any((*S)(nil)).(AttrLister[S]); ok {
+		return l, true
+	}
+	var zero S
+	if _, ok := any(zero).(AttrLister[S]); !ok { // does not escape: no allocation
+		return nil, false
+	}
+	l, ok := any(zero).(AttrLister[S]) // S implements it: a pointer type, by contract
+	return l, ok
+}
+
+// attrs reads span attributes by slot: from the sink after one pass over
+// the span's attributes when S is an AttrLister (and the keys fit), else
+// with Span.Attr.
+type attrs[S Span] struct {
+	s    S
+	t    *attrTable
+	sink *AttrSink // nil: Span.Attr
+}
+
+func newAttrs[S Span](x *Extractor, s S, sc *Scratch) attrs[S] {
+	a := attrs[S]{s: s, t: &x.tab}
+	if len(x.tab.keys) > maxSlots {
+		return a
+	}
+	if l, ok := listerOf[S](); ok {
+		sink := &sc.attrs
+		sink.t, sink.seen, sink.lazy = &x.tab, x.tab.empty, x.tab.empty
+		l.ListAttrs(s, sink)
+		a.sink = sink
+	}
+	return a
+}
+
+// get answers what s.Attr(key of slot) answers.
+func (a *attrs[S]) get(slot int32) (Value, bool) {
+	if a.sink != nil {
+		bit := uint64(1) << uint(slot)
+		if a.sink.seen&bit == 0 {
+			return Value{}, false
+		}
+		if a.sink.lazy&bit == 0 {
+			return a.sink.vals[slot], true
+		}
+	}
+	return a.s.Attr(a.t.keys[slot])
+}
+
+// first returns the first key of slots present, as first does with keys.
+func (a *attrs[S]) first(slots []int32) (Value, string, bool) {
+	for _, sl := range slots {
+		if v, ok := a.get(sl); ok {
+			return v, a.t.keys[sl], true
+		}
+	}
+	return Value{}, "", false
+}
+
+// firstOrResource is firstSpanOrResource over slots.
+func (a *attrs[S]) firstOrResource(slots []int32) (Value, string, bool) {
+	if v, k, ok := a.first(slots); ok {
+		return v, k, true
+	}
+	for _, sl := range slots {
+		k := a.t.keys[sl]
+		if v, ok := a.s.ResourceAttr(k); ok {
+			return v, k, true
+		}
+	}
+	return Value{}, "", false
+}
