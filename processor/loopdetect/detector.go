@@ -180,7 +180,7 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 					foreignSpans = true
 					continue
 				}
-				if span.Events().Len() > 0 {
+				if hasVerdictEvent(span.Events()) {
 					span.Events().RemoveIf(func(e ptrace.SpanEvent) bool {
 						if e.Name() == loopevent.EventName {
 							foreign++
@@ -239,6 +239,15 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 		}
 	}
 	return nil
+}
+
+func hasVerdictEvent(evs ptrace.SpanEventSlice) bool {
+	for i := 0; i < evs.Len(); i++ {
+		if evs.At(i).Name() == loopevent.EventName {
+			return true
+		}
+	}
+	return false
 }
 
 func advance(a *atomic.Int64, v int64) {

@@ -50,8 +50,9 @@ func (p *Prefilter) MaybeTool(span ptrace.Span) bool {
 			if v.Type() != pcommon.ValueTypeStr {
 				return true // rendered as text by Value: leave it to Classify
 			}
+			str := v.Str()
 			for i := range p.keys {
-				if p.keys[i].Key == p.keys[0].Key && strings.EqualFold(v.Str(), p.keys[i].Value) {
+				if m := &p.keys[i]; m.Key == p.keys[0].Key && (str == m.Value || strings.EqualFold(str, m.Value)) {
 					return true
 				}
 			}
