@@ -219,24 +219,40 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 			}
 		}
 	}
-	d.telemetry.LoopdetectSpans.Add(ctx, spans)
-	if calls > 0 {
-		d.telemetry.LoopdetectToolCalls.Add(ctx, calls)
-		d.addDegraded(ctx, "malformed", malformed)
-		d.addDegraded(ctx, "oversized", oversized)
-		d.addDegraded(ctx, "bad_evidence", badEvidence)
-	}
-	d.addDegraded(ctx, "foreign_verdict", foreign)
+	d.countBatch(ctx, batchCounts{items: spans, calls: calls, malformed: malformed, oversized: oversized, badEvidence: badEvidence, foreign: foreign})
 	d.reportStats(ctx)
 	if err := next.ConsumeTraces(ctx, td); err != nil {
 		d.keepPending(st.batch)
 		return err
 	}
-	if d.cfg.EventTime {
-		now := d.eventNow.Load()
-		if last := d.lastTick.Load(); now-last >= int64(d.cfg.TickInterval) && d.lastTick.CompareAndSwap(last, now) {
-			return d.tick(ctx, time.Unix(0, now))
-		}
+	return d.eventTimeTick(ctx)
+}
+
+// batchCounts are one batch's counters, added to the metrics once.
+type batchCounts struct {
+	items, calls, malformed, oversized, badEvidence, foreign int64
+}
+
+func (d *detector) countBatch(ctx context.Context, c batchCounts) {
+	d.telemetry.LoopdetectSpans.Add(ctx, c.items)
+	if c.calls > 0 {
+		d.telemetry.LoopdetectToolCalls.Add(ctx, c.calls)
+		d.addDegraded(ctx, "malformed", c.malformed)
+		d.addDegraded(ctx, "oversized", c.oversized)
+		d.addDegraded(ctx, "bad_evidence", c.badEvidence)
+	}
+	d.addDegraded(ctx, "foreign_verdict", c.foreign)
+}
+
+// eventTimeTick runs the timers when the event clock has moved a tick
+// since the last run (event_time mode; the sweeper does it otherwise).
+func (d *detector) eventTimeTick(ctx context.Context) error {
+	if !d.cfg.EventTime {
+		return nil
+	}
+	now := d.eventNow.Load()
+	if last := d.lastTick.Load(); now-last >= int64(d.cfg.TickInterval) && d.lastTick.CompareAndSwap(last, now) {
+		return d.tick(ctx, time.Unix(0, now))
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/metadata"
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/pdataspan"
 )
 
 // The logs input: agents that report tool calls as log events (Claude
@@ -204,24 +205,7 @@ func lookupValue(m pcommon.Map, key string) (extract.Value, bool) {
 	if !ok {
 		return extract.Value{}, false
 	}
-	return pdataValue(v), true
-}
-
-func pdataValue(v pcommon.Value) extract.Value {
-	switch v.Type() {
-	case pcommon.ValueTypeStr:
-		return extract.Value{Kind: extract.KindString, Str: v.Str()}
-	case pcommon.ValueTypeInt:
-		return extract.Value{Kind: extract.KindInt, Int: v.Int()}
-	case pcommon.ValueTypeDouble:
-		return extract.Value{Kind: extract.KindDouble, Float: v.Double()}
-	case pcommon.ValueTypeBool:
-		return extract.Value{Kind: extract.KindBool, Bool: v.Bool()}
-	case pcommon.ValueTypeMap, pcommon.ValueTypeSlice:
-		return extract.Value{Kind: extract.KindStructured, Str: v.AsString()}
-	default:
-		return extract.Value{Kind: extract.KindString, Str: v.AsString()}
-	}
+	return pdataspan.Value(v), true
 }
 
 func (r logRecord) TraceID() [16]byte { return r.lr.TraceID() }
@@ -337,14 +321,7 @@ func (d *detector) consumeLogs(ctx context.Context, ld plog.Logs, x *extract.Ext
 			}
 		}
 	}
-	d.telemetry.LoopdetectSpans.Add(ctx, records)
-	if calls > 0 {
-		d.telemetry.LoopdetectToolCalls.Add(ctx, calls)
-		d.addDegraded(ctx, "malformed", malformed)
-		d.addDegraded(ctx, "oversized", oversized)
-		d.addDegraded(ctx, "bad_evidence", badEvidence)
-	}
-	d.addDegraded(ctx, "foreign_verdict", foreign)
+	d.countBatch(ctx, batchCounts{items: records, calls: calls, malformed: malformed, oversized: oversized, badEvidence: badEvidence, foreign: foreign})
 	if noSession > 0 {
 		d.addDegraded(ctx, "no_session", noSession)
 		d.logger.Debug("Tool-call log records without a session key or trace context were skipped",
@@ -355,13 +332,7 @@ func (d *detector) consumeLogs(ctx context.Context, ld plog.Logs, x *extract.Ext
 		d.keepPending(st.batch)
 		return err
 	}
-	if d.cfg.EventTime {
-		now := d.eventNow.Load()
-		if last := d.lastTick.Load(); now-last >= int64(d.cfg.TickInterval) && d.lastTick.CompareAndSwap(last, now) {
-			return d.tick(ctx, time.Unix(0, now))
-		}
-	}
-	return nil
+	return d.eventTimeTick(ctx)
 }
 
 // appendTransition writes e as a log record: event name
