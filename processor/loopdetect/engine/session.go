@@ -525,6 +525,7 @@ func (e *Engine) decide(s *session, now int64) verdict {
 	if e.cfg.NameOnlyThreshold > 0 && stuck.reason == ReasonNone {
 		if c, f := e.frequent(h, true, len(h)); c >= e.cfg.NameOnlyThreshold && !progressBetween(h, f) {
 			stuck.reason, stuck.count, stuck.loopStart, stuck.period, stuck.reps, stuck.lowConf = ReasonFrequentIdentical, c, f, 1, c, true
+			first = f
 		}
 	}
 	if stuck.reason != ReasonNone {
