@@ -31,7 +31,7 @@ $(BUILDER):
 $(BENCHSTAT):
 	GOBIN=$(TOOLS) $(GO) install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
 
-tools: $(BUILDER) $(BENCHSTAT)
+tools: $(BUILDER) $(GATEWAY_BUILDER) $(BENCHSTAT)
 
 # mdatagen v0.159.0 is the newest the proxy here serves; it lives in its own
 # tools module so its older collector pins never touch the root module.
@@ -75,9 +75,11 @@ test-unit:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 
-# ocb is needed by the regeneration check in ./config (skipped only when
-# .tools/builder is absent), so `make test` installs it first.
-test: $(BUILDER) test-unit
+# Both ocb versions are needed by the regeneration checks in ./config (each
+# skipped only when its builder is absent: .tools/builder for cmd/otelcol-loop,
+# .tools/builder-v0.161.0/builder for cmd/otelcol-loop-gateway), so `make test`
+# installs them first.
+test: $(BUILDER) $(GATEWAY_BUILDER) test-unit
 
 # The config tests and the end-to-end test (internal/e2e) run this one
 # bin/otelcol-loop instead of each compiling the distribution again.

@@ -155,21 +155,63 @@ var generatedFiles = []string{"components.go", "go.mod", "go.sum", "main.go", "m
 // of the root module is the same, and fails if any generated file differs
 // from the committed one.
 func TestGeneratedDistributionUpToDate(t *testing.T) {
+	checkGenerated(t, ocbDistribution{
+		builderEnv: "OCB",
+		builder:    filepath.Join(".tools", "builder"),
+		manifest:   "builder-config.yaml",
+		output:     "cmd/otelcol-loop",
+		target:     "generate-distribution",
+		changed:    "the manifest or the root go.mod changed",
+	})
+}
+
+// TestGeneratedGatewayUpToDate does the same for the tier-1 gateway: ocb
+// v0.161.0 (.tools/builder-v0.161.0/builder, installed by `make tools`/`make
+// test`) regenerates cmd/otelcol-loop-gateway from its own manifest.
+func TestGeneratedGatewayUpToDate(t *testing.T) {
+	checkGenerated(t, ocbDistribution{
+		builderEnv: "OCB_GATEWAY",
+		builder:    filepath.Join(".tools", "builder-v0.161.0", "builder"),
+		manifest:   "cmd/otelcol-loop-gateway/builder-config.yaml",
+		output:     "cmd/otelcol-loop-gateway",
+		target:     "generate-gateway",
+		changed:    "the manifest changed",
+	})
+}
+
+// ocbDistribution is a collector distribution whose ocb-generated sources
+// are committed. Paths are relative to the repository root, slash-separated.
+type ocbDistribution struct {
+	builderEnv string // names another ocb binary to use
+	builder    string // the ocb a Makefile rule installs
+	manifest   string // the builder config
+	output     string // its output_path, without the leading ./
+	target     string // the make target that regenerates it
+	changed    string // what makes the sources differ
+}
+
+// checkGenerated regenerates d into a scratch directory _build/regen-*, at
+// the same depth as d.output (both are two levels below the root) so
+// relative replaces resolve the same, and
+// fails if any generated file differs from the committed one. It skips when
+// the builder is not installed.
+func checkGenerated(t *testing.T, d ocbDistribution) {
+	t.Helper()
 	root := repoRoot(t)
-	builder := os.Getenv("OCB")
+	builder := os.Getenv(d.builderEnv)
 	if builder == "" {
-		builder = filepath.Join(root, ".tools", "builder")
+		builder = filepath.Join(root, d.builder)
 	}
 	if _, err := os.Stat(builder); err != nil {
 		t.Skipf("ocb not installed at %s (run `make tools`); `make test` installs it", builder)
 	}
-	manifest, err := os.ReadFile(filepath.Join(root, "builder-config.yaml"))
+	manifest, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(d.manifest)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const committed = "output_path: ./cmd/otelcol-loop"
+	committed := "output_path: ./" + d.output
 	if !bytes.Contains(manifest, []byte(committed)) {
-		t.Fatalf("builder-config.yaml no longer has %q", committed)
+		t.Fatalf("%s no longer has %q", d.manifest, committed)
 	}
 	if err := os.MkdirAll(filepath.Join(root, "_build"), 0o755); err != nil {
 		t.Fatal(err)
@@ -196,15 +238,16 @@ func TestGeneratedDistributionUpToDate(t *testing.T) {
 			t.Errorf("ocb did not write %s: %v", f, err)
 			continue
 		}
-		want, err := os.ReadFile(filepath.Join(root, "cmd", "otelcol-loop", f))
+		want, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(d.output), f))
 		if err != nil {
-			t.Errorf("cmd/otelcol-loop/%s is not committed: %v", f, err)
+			t.Errorf("%s/%s is not committed: %v", d.output, f, err)
 			continue
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("cmd/otelcol-loop/%s differs from what builder-config.yaml generates (the manifest or the root go.mod changed);"+
-				" run `make generate-distribution` and commit cmd/otelcol-loop\n%s",
-				f, firstDiff(string(want), string(got)))
+			t.Errorf("%s/%s differs from what %s generates (%s);"+
+				" run `make %s` and commit %s\n%s",
+				d.output, f, d.manifest, d.changed, d.target, d.output,
+				firstDiff(string(want), string(got)))
 		}
 	}
 }
