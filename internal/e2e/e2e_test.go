@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/testproc"
 )
 
 // Agent time compression: seed000 is ~85 s of agent time (16 calls 3 s
@@ -22,7 +24,7 @@ const (
 
 // supervised is loopsupervisor running loopagent against a collector.
 type supervised struct {
-	*proc
+	*testproc.Proc
 	port   int
 	result string // --result-file
 	stdout string // the supervisor's (and the agent's) stdout
@@ -36,15 +38,15 @@ func startSupervised(t *testing.T, dir string, c *collector, port int, secret, s
 	// should the supervisor have been SIGKILLed, its agent's group is
 	// stopped here (by the pid the supervisor logged).
 	t.Cleanup(func() {
-		if s.proc == nil {
+		if s.Proc == nil {
 			return
 		}
-		if pid := agentPID(s.logText()); pid > 1 && syscall.Kill(-pid, 0) == nil {
+		if pid := agentPID(s.LogText()); pid > 1 && syscall.Kill(-pid, 0) == nil {
 			t.Logf("agent group %d outlived its supervisor: SIGKILL", pid)
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
 		}
 	})
-	s.proc = start(t, dir, "supervisor", []string{"LOOPSUPERVISOR_SECRETS=" + secret}, s.stdout,
+	s.Proc = testproc.Start(t, dir, "supervisor", []string{"LOOPSUPERVISOR_SECRETS=" + secret}, s.stdout,
 		supBin, "--listen", "127.0.0.1:"+strconv.Itoa(port), "--grace", "5s", "--backstop", "2m",
 		"--result-file", s.result, "--",
 		agentBin, "--endpoint", "127.0.0.1:"+strconv.Itoa(c.otlpHTTP), "--scenario", scenario,
@@ -76,17 +78,17 @@ type resultLine struct {
 func TestSeed000LoopIsKilled(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	secret := newSecret(t)
-	supPort := freePort(t)
+	secret := testproc.NewSecret(t)
+	supPort := testproc.FreePort(t)
 	c := startCollector(t, dir, supPort, secret)
 	s := startSupervised(t, dir, c, supPort, secret, "seed000", seed000Speed)
 
 	// 1. The supervisor stops the agent on the kill and exits 86.
-	if code := s.wait(t, 40*time.Second); code != 86 {
+	if code := s.Wait(t, 40*time.Second); code != 86 {
 		t.Fatalf("supervisor exit code %d, want 86 (stopped on a verified loop kill)\nsupervisor+agent log:\n%s\ncollector log:\n%s",
-			code, s.logText(), c.logText())
+			code, s.LogText(), c.LogText())
 	}
-	log := s.logText()
+	log := s.LogText()
 
 	// 2. Exactly one verified kill, nothing rejected.
 	if n := strings.Count(log, "loopsupervisor: verified kill "); n != 1 {
@@ -138,7 +140,7 @@ func TestSeed000LoopIsKilled(t *testing.T) {
 	// caused them, and the kill is the one the supervisor acted on.
 	var x exported
 	var readErr error
-	ok := eventually(15*time.Second, func() bool {
+	ok := testproc.Eventually(15*time.Second, func() bool {
 		x, readErr = readExported(c.traces)
 		return readErr == nil && len(x.transitions) >= 2
 	})
@@ -170,7 +172,7 @@ func TestSeed000LoopIsKilled(t *testing.T) {
 	// webhook delivered.
 	var kills, delivered float64
 	var mErr error
-	ok = eventually(5*time.Second, func() bool {
+	ok = testproc.Eventually(5*time.Second, func() bool {
 		kills, mErr = c.metric("otelcol_loopdetect_kills", `dry_run="false"`)
 		if mErr != nil {
 			return false
@@ -189,15 +191,15 @@ func TestSeed000LoopIsKilled(t *testing.T) {
 func TestPaginationIsHealthy(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	secret := newSecret(t)
-	supPort := freePort(t)
+	secret := testproc.NewSecret(t)
+	supPort := testproc.FreePort(t)
 	c := startCollector(t, dir, supPort, secret)
 	s := startSupervised(t, dir, c, supPort, secret, "pagination", paginationSpeed)
 
-	if code := s.wait(t, 30*time.Second); code != 0 {
-		t.Fatalf("supervisor exit code %d, want 0 (the agent finished by itself)\nlog:\n%s", code, s.logText())
+	if code := s.Wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("supervisor exit code %d, want 0 (the agent finished by itself)\nlog:\n%s", code, s.LogText())
 	}
-	log := s.logText()
+	log := s.LogText()
 	if !strings.Contains(log, "agent exited by itself with code 0") {
 		t.Errorf("supervisor did not report a normal exit:\n%s", log)
 	}
@@ -230,7 +232,7 @@ func TestPaginationIsHealthy(t *testing.T) {
 	// loop_detect before it.
 	var x exported
 	var readErr error
-	done := eventually(15*time.Second, func() bool {
+	done := testproc.Eventually(15*time.Second, func() bool {
 		x, readErr = readExported(c.traces)
 		if readErr != nil {
 			return false

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/testproc"
 )
 
 // TestKillLatency measures (never asserts) the time from the arrival at the
@@ -51,7 +53,7 @@ func TestKillLatency(t *testing.T) {
 	}
 	_, _, agentBin := binaries(t)
 	dir := t.TempDir()
-	secret := newSecret(t)
+	secret := testproc.NewSecret(t)
 
 	// The kill receiver (in place of the supervisor); its listener is ours
 	// from the start, so its port cannot be taken.
@@ -108,15 +110,15 @@ func TestKillLatency(t *testing.T) {
 	var total, split1, split2 []time.Duration
 	for i := range runs {
 		px.reset()
-		a := start(t, dir, fmt.Sprintf("agent-%02d", i), nil, "", agentBin,
+		a := testproc.Start(t, dir, fmt.Sprintf("agent-%02d", i), nil, "", agentBin,
 			"--endpoint", pln.Addr().String(), "--scenario", "seed000", "--speed", strconv.FormatFloat(speed, 'g', -1, 64), "-q")
 		var k killReceipt
 		select {
 		case k = <-kills:
 		case <-time.After(60 * time.Second):
-			t.Fatalf("run %d: no kill within 60 s; agent log:\n%s\ncollector log:\n%s", i, a.logText(), c.logText())
+			t.Fatalf("run %d: no kill within 60 s; agent log:\n%s\ncollector log:\n%s", i, a.LogText(), c.LogText())
 		}
-		a.stop(t, 10*time.Second) // the supervisor's job, done here
+		a.Stop(t, 10*time.Second) // the supervisor's job, done here
 		arrived, ok := px.arrival(k.spanID)
 		if !ok {
 			t.Fatalf("run %d: trigger span %s of kill %s never went through the proxy", i, k.spanID, k.id)

@@ -4,11 +4,9 @@ package scaleout
 
 import (
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -19,30 +17,18 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/testproc"
 )
 
 // --- binaries ----------------------------------------------------------------
 
 var (
-	buildOnce sync.Once
-	buildDir  string
-	buildErr  error
-	bins      struct{ collector, gateway, agent string }
+	builds = testproc.Builds{Pattern: "otelcol-loop-scaleout-bin-"}
+	bins   struct{ collector, gateway, agent string }
 )
-
-func repoRoot() (string, error) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		return "", err
-	}
-	if _, err := os.Stat(filepath.Join(root, "builder-config.yaml")); err != nil {
-		return "", fmt.Errorf("repository root not found: %w", err)
-	}
-	return root, nil
-}
 
 // binaries returns the otelcol-loop distribution ($OTELCOL_LOOP_BIN), the
 // tier-1 gateway ($OTELCOL_LOOP_GATEWAY_BIN) and loopagent. What the
@@ -52,242 +38,45 @@ func repoRoot() (string, error) {
 // `make test` builds bin/otelcol-loop-gateway once and passes it in).
 func binaries(t testing.TB) (collector, gateway, agent string) {
 	t.Helper()
-	buildOnce.Do(func() {
-		root, err := repoRoot()
-		if err != nil {
-			buildErr = err
-			return
+	builds.Once(t, func(root, dir string) error {
+		bins.agent = filepath.Join(dir, "loopagent")
+		if err := testproc.GoBuild(t.Logf, root, bins.agent, "./cmd/loopagent"); err != nil {
+			return err
 		}
-		if buildDir, err = os.MkdirTemp("", "otelcol-loop-scaleout-bin-"); err != nil {
-			buildErr = err
-			return
-		}
-		build := func(dir, out, pkg string) error {
-			start := time.Now()
-			cmd := exec.Command("go", "build", "-buildvcs=false", "-trimpath", "-o", out, pkg)
-			cmd.Dir = dir
-			if b, err := cmd.CombinedOutput(); err != nil {
-				return fmt.Errorf("go build %s in %s: %v\n%s", pkg, dir, err, b)
-			}
-			t.Logf("built %s in %s", filepath.Base(out), time.Since(start).Round(100*time.Millisecond))
-			return nil
-		}
-		fromEnv := func(name string) string {
-			p := os.Getenv(name)
-			if p == "" {
-				return ""
-			}
-			if _, err := os.Stat(p); err != nil {
-				t.Logf("$%s=%s is missing; building it", name, p)
-				return ""
-			}
-			return p
-		}
-		bins.agent = filepath.Join(buildDir, "loopagent")
-		if buildErr = build(root, bins.agent, "./cmd/loopagent"); buildErr != nil {
-			return
-		}
-		if bins.collector = fromEnv("OTELCOL_LOOP_BIN"); bins.collector == "" {
-			bins.collector = filepath.Join(buildDir, "otelcol-loop")
-			if buildErr = build(filepath.Join(root, "cmd", "otelcol-loop"), bins.collector, "."); buildErr != nil {
-				return
+		if bins.collector = testproc.BinFromEnv(t.Logf, "OTELCOL_LOOP_BIN"); bins.collector == "" {
+			bins.collector = filepath.Join(dir, "otelcol-loop")
+			if err := testproc.GoBuild(t.Logf, filepath.Join(root, "cmd", "otelcol-loop"), bins.collector, "."); err != nil {
+				return err
 			}
 		}
-		if bins.gateway = fromEnv("OTELCOL_LOOP_GATEWAY_BIN"); bins.gateway == "" {
-			bins.gateway = filepath.Join(buildDir, "otelcol-loop-gateway")
-			buildErr = build(filepath.Join(root, "cmd", "otelcol-loop-gateway"), bins.gateway, ".")
+		if bins.gateway = testproc.BinFromEnv(t.Logf, "OTELCOL_LOOP_GATEWAY_BIN"); bins.gateway == "" {
+			bins.gateway = filepath.Join(dir, "otelcol-loop-gateway")
+			return testproc.GoBuild(t.Logf, filepath.Join(root, "cmd", "otelcol-loop-gateway"), bins.gateway, ".")
 		}
+		return nil
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
 	return bins.collector, bins.gateway, bins.agent
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if buildDir != "" {
-		_ = os.RemoveAll(buildDir)
-	}
+	builds.Remove()
 	os.Exit(code)
 }
 
-// --- ports and secrets -------------------------------------------------------
-
-var (
-	portsMu   sync.Mutex
-	portsSeen = map[int]bool{}
-)
-
-// freePort returns a loopback TCP port that was free a moment ago and that
-// this process has not handed out before.
-func freePort(t testing.TB) int {
+// start is testproc.Start with failures that quote only the last 4000 bytes
+// of the process's log.
+func start(t testing.TB, dir, name string, env []string, stdoutPath string, argv ...string) *testproc.Proc {
 	t.Helper()
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for range 100 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := ln.Addr().(*net.TCPAddr).Port
-		_ = ln.Close()
-		if !portsSeen[p] {
-			portsSeen[p] = true
-			return p
-		}
-	}
-	t.Fatal("no free port")
-	return 0
-}
-
-func newSecret(t testing.TB) string {
-	var k [32]byte
-	if _, err := rand.Read(k[:]); err != nil {
-		t.Fatal(err)
-	}
-	return "whsec_" + base64.StdEncoding.EncodeToString(k[:])
-}
-
-// --- processes ---------------------------------------------------------------
-
-// proc is a process this test started; t.Cleanup stops it by PID.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-	err  error
-}
-
-// start runs argv with extra environment; stderr (and stdout unless
-// stdoutPath is set) go to files in dir.
-func start(t testing.TB, dir, name string, env []string, stdoutPath string, argv ...string) *proc {
-	t.Helper()
-	p := &proc{name: name, log: filepath.Join(dir, name+".log"), done: make(chan struct{})}
-	logf, err := os.Create(p.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	out := logf
-	if stdoutPath != "" {
-		if out, err = os.Create(stdoutPath); err != nil {
-			t.Fatal(err)
-		}
-		defer out.Close()
-	}
-	p.cmd = exec.Command(argv[0], argv[1:]...)
-	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stdout, p.cmd.Stderr = out, logf
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", name, err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() { p.stop(t, 10*time.Second) })
+	p := testproc.Start(t, dir, name, env, stdoutPath, argv...)
+	p.LogTail = 4000
 	return p
-}
-
-// stop sends SIGTERM to the PID, waits up to grace, then SIGKILL. Idempotent.
-func (p *proc) stop(t testing.TB, grace time.Duration) {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return
-	case <-time.After(grace):
-	}
-	t.Logf("%s (pid %d) still running %s after SIGTERM: SIGKILL", p.name, p.cmd.Process.Pid, grace)
-	_ = p.cmd.Process.Kill()
-	<-p.done
-}
-
-// wait waits for the process to exit and returns its exit code.
-func (p *proc) wait(t testing.TB, d time.Duration) int {
-	t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(d):
-		t.Fatalf("%s did not exit within %s; log:\n%s", p.name, d, tail(p.logText(), 4000))
-	}
-	var ee *exec.ExitError
-	switch {
-	case p.err == nil:
-		return 0
-	case errors.As(p.err, &ee):
-		return ee.ExitCode()
-	default:
-		t.Fatalf("%s: %v", p.name, p.err)
-		return -1
-	}
-}
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (p *proc) logText() string {
-	b, _ := os.ReadFile(p.log)
-	return string(b)
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "…" + s[len(s)-n:]
-}
-
-// eventually polls cond every 20 ms until it is true or d has passed.
-func eventually(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// waitHealthy polls a health_check endpoint until it answers 200.
-func waitHealthy(t testing.TB, p *proc, port int) {
-	t.Helper()
-	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
-	ok := eventually(30*time.Second, func() bool {
-		if p.exited() {
-			return true
-		}
-		resp, err := http.Get(url)
-		if err != nil {
-			return false
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	if !ok || p.exited() {
-		t.Fatalf("%s not healthy (exited: %v); log:\n%s", p.name, p.exited(), tail(p.logText(), 4000))
-	}
 }
 
 // --- the tier-2 instances ----------------------------------------------------
 
 type tier2 struct {
-	*proc
+	*testproc.Proc
 	idx                  int
 	otlpGRPC, health, mx int
 }
@@ -357,15 +146,15 @@ service:
 func startTier2(t testing.TB, dir string, idx, receiverPort int, secret string) *tier2 {
 	t.Helper()
 	bin, _, _ := binaries(t)
-	in := &tier2{idx: idx, otlpGRPC: freePort(t), health: freePort(t), mx: freePort(t)}
+	in := &tier2{idx: idx, otlpGRPC: testproc.FreePort(t), health: testproc.FreePort(t), mx: testproc.FreePort(t)}
 	cfg := strings.NewReplacer("{{health}}", strconv.Itoa(in.health), "{{grpc}}", strconv.Itoa(in.otlpGRPC),
 		"{{receiver}}", strconv.Itoa(receiverPort), "{{idx}}", strconv.Itoa(idx), "{{metrics}}", strconv.Itoa(in.mx)).Replace(tier2Config)
 	path := filepath.Join(dir, fmt.Sprintf("tier2-%d.yaml", idx))
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	in.proc = start(t, dir, fmt.Sprintf("tier2-%d", idx), []string{"LOOPDETECT_WEBHOOK_SECRET=" + secret}, "", bin, "--config", "file:"+path)
-	waitHealthy(t, in.proc, in.health)
+	in.Proc = start(t, dir, fmt.Sprintf("tier2-%d", idx), []string{"LOOPDETECT_WEBHOOK_SECRET=" + secret}, "", bin, "--config", "file:"+path)
+	in.WaitHealthy(t, in.health, 30*time.Second)
 	return in
 }
 
@@ -397,7 +186,7 @@ func (in *tier2) metric(name string) float64 {
 // --- the gateway -------------------------------------------------------------
 
 type gateway struct {
-	*proc
+	*testproc.Proc
 	grpc, http, health, mx int
 	overlay                string
 }
@@ -408,11 +197,11 @@ type gateway struct {
 func startGateway(t testing.TB, dir string, backends []*tier2) *gateway {
 	t.Helper()
 	_, bin, _ := binaries(t)
-	root, err := repoRoot()
+	root, err := testproc.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &gateway{grpc: freePort(t), http: freePort(t), health: freePort(t), mx: freePort(t),
+	g := &gateway{grpc: testproc.FreePort(t), http: testproc.FreePort(t), health: testproc.FreePort(t), mx: testproc.FreePort(t),
 		overlay: filepath.Join(dir, "gateway-backends.yaml")}
 	g.setBackends(t, backends)
 	env := []string{
@@ -421,9 +210,9 @@ func startGateway(t testing.TB, dir string, backends []*tier2) *gateway {
 		"LOOP_GATEWAY_HEALTH_PORT=" + strconv.Itoa(g.health),
 		"LOOP_GATEWAY_METRICS_PORT=" + strconv.Itoa(g.mx),
 	}
-	g.proc = start(t, dir, "gateway", env, "", bin,
+	g.Proc = start(t, dir, "gateway", env, "", bin,
 		"--config", "file:"+filepath.Join(root, "config", "gateway.yaml"), "--config", "file:"+g.overlay)
-	waitHealthy(t, g.proc, g.health)
+	g.WaitHealthy(t, g.health, 30*time.Second)
 	return g
 }
 

@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/testproc"
 )
 
 type obj = map[string]any
@@ -48,7 +50,7 @@ func list(v any, path ...any) []any { l, _ := get(v, path...).([]any); return l 
 // "Kind/name".
 func loadManifests(t *testing.T) map[string]obj {
 	t.Helper()
-	root, err := repoRoot()
+	root, err := testproc.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +104,7 @@ func must(t *testing.T, m map[string]obj, key string) obj {
 // `validate` with the real binaries.
 func TestKubernetesManifests(t *testing.T) {
 	m := loadManifests(t)
-	root, _ := repoRoot()
+	root, _ := testproc.RepoRoot()
 	const ns = "otelcol-loop"
 	must(t, m, "Namespace/"+ns)
 	for k, o := range m {
@@ -251,7 +253,7 @@ func TestKubernetesManifests(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(col, "validate", "--config=file:"+p)
-	cmd.Env = append(os.Environ(), "LOOPDETECT_WEBHOOK_SECRET="+newSecret(t), "LOOPDETECT_DIGEST_KEY=k",
+	cmd.Env = append(os.Environ(), "LOOPDETECT_WEBHOOK_SECRET="+testproc.NewSecret(t), "LOOPDETECT_DIGEST_KEY=k",
 		"SUPERVISOR_KILL_URL=https://agent-supervisor.agents.svc:9464/kill")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("otelcol-loop validate (tier-2 ConfigMap): %v\n%s", err, out)

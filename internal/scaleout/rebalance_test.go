@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/testproc"
 )
 
 // TestRebalance stops one of three tier-2 instances while loops are running
@@ -28,7 +30,7 @@ func TestRebalance(t *testing.T) {
 	began := time.Now()
 	_, _, agent := binaries(t)
 	dir := t.TempDir()
-	secret := newSecret(t)
+	secret := testproc.NewSecret(t)
 	rcv := newReceiver(t, secret)
 	var ins []*tier2
 	for i := range 3 {
@@ -53,7 +55,7 @@ func TestRebalance(t *testing.T) {
 
 	// Phase 1: every loop detected once, somewhere.
 	first := map[string]hook{} // session -> its first stuck transition
-	ok := eventually(40*time.Second, func() bool {
+	ok := testproc.Eventually(40*time.Second, func() bool {
 		s := rcv.snapshot()
 		stuck, kills := s.stuck(), s.killsBySession()
 		for sess := range f.loops {
@@ -67,7 +69,7 @@ func TestRebalance(t *testing.T) {
 		return true
 	})
 	if !ok {
-		t.Fatalf("not every loop detected before the rebalance; load log:\n%s", tail(load.logText(), 2000))
+		t.Fatalf("not every loop detected before the rebalance; load log:\n%s", testproc.Tail(load.LogText(), 2000))
 	}
 	perInstance := map[int][]string{}
 	for sess, h := range first {
@@ -85,7 +87,7 @@ func TestRebalance(t *testing.T) {
 		time.Since(began).Round(time.Millisecond), len(perInstance[0]), len(perInstance[1]), len(perInstance[2]), victim)
 
 	// Phase 2: stop the victim by PID; the gateway learns the new backend list.
-	ins[victim].stop(t, 10*time.Second)
+	ins[victim].Stop(t, 10*time.Second)
 	var rest []*tier2
 	for _, in := range ins {
 		if in.idx != victim {
@@ -93,7 +95,7 @@ func TestRebalance(t *testing.T) {
 		}
 	}
 	gw.setBackends(t, rest)
-	if err := gw.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := gw.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	stoppedAt := time.Now()
@@ -110,7 +112,7 @@ func TestRebalance(t *testing.T) {
 		}
 		return m
 	}
-	ok = eventually(30*time.Second, func() bool {
+	ok = testproc.Eventually(30*time.Second, func() bool {
 		s := rcv.snapshot()
 		second, kills := again(s), s.killsBySession()
 		for _, sess := range moved {
@@ -137,17 +139,17 @@ func TestRebalance(t *testing.T) {
 				missing = append(missing, sess)
 			}
 		}
-		t.Fatalf("%d of %d moved loops not detected again (with kill) within 30 s: %v\ngateway log:\n%s", len(missing), len(moved), missing, tail(gw.logText(), 3000))
+		t.Fatalf("%d of %d moved loops not detected again (with kill) within 30 s: %v\ngateway log:\n%s", len(missing), len(moved), missing, testproc.Tail(gw.LogText(), 3000))
 	}
 	redetected := time.Since(stoppedAt)
-	load.stop(t, 10*time.Second)
+	load.Stop(t, 10*time.Second)
 	settle(rcv, time.Second, 10*time.Second)
 	s := rcv.snapshot()
 	if len(s.bad) > 0 {
 		t.Errorf("%d webhooks refused: %v", len(s.bad), s.bad)
 	}
-	if gw.exited() {
-		t.Fatalf("gateway exited after SIGHUP; log:\n%s", tail(gw.logText(), 3000))
+	if gw.Exited() {
+		t.Fatalf("gateway exited after SIGHUP; log:\n%s", testproc.Tail(gw.LogText(), 3000))
 	}
 
 	stuck, kills := s.stuck(), s.killsBySession()

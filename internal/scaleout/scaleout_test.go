@@ -12,13 +12,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/testproc"
 )
 
 // TestGatewayConfigsValidate: config/gateway*.yaml pass
 // `otelcol-loop-gateway validate`, and a broken copy does not.
 func TestGatewayConfigsValidate(t *testing.T) {
 	_, gw, _ := binaries(t)
-	root, err := repoRoot()
+	root, err := testproc.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +91,7 @@ func TestLoopbackThreeInstances(t *testing.T) {
 	began := time.Now()
 	_, _, agent := binaries(t)
 	dir := t.TempDir()
-	secret := newSecret(t)
+	secret := testproc.NewSecret(t)
 	rcv := newReceiver(t, secret)
 	var ins []*tier2
 	for i := range 3 {
@@ -112,7 +114,7 @@ func TestLoopbackThreeInstances(t *testing.T) {
 		"--load", "--sessions", strconv.Itoa(loadSessions), "--loop-fraction", fmt.Sprint(loopFraction),
 		"--rate", "3000", "--duration", "15s", "--session-id", prefix,
 		"--endpoint", endpoint, "--protocol", "grpc", "-q")
-	var agents []*proc
+	var agents []*testproc.Proc
 	for _, sc := range scenarios {
 		for k := range 2 {
 			sess := fmt.Sprintf("%s-%s-%d", prefix, sc.name, k)
@@ -127,8 +129,8 @@ func TestLoopbackThreeInstances(t *testing.T) {
 		t.Fatalf("fleet of %d sessions, want 300", n)
 	}
 	for _, a := range append(agents, load) {
-		if code := a.wait(t, 60*time.Second); code != 0 {
-			t.Fatalf("%s exited %d:\n%s", a.name, code, tail(a.logText(), 2000))
+		if code := a.Wait(t, 60*time.Second); code != 0 {
+			t.Fatalf("%s exited %d:\n%s", a.Name, code, testproc.Tail(a.LogText(), 2000))
 		}
 	}
 	var st struct {
@@ -155,7 +157,7 @@ func TestLoopbackThreeInstances(t *testing.T) {
 		}
 		return true
 	}
-	if !eventually(30*time.Second, func() bool { return done(rcv.snapshot()) }) {
+	if !testproc.Eventually(30*time.Second, func() bool { return done(rcv.snapshot()) }) {
 		s := rcv.snapshot()
 		var missing []string
 		for sess := range f.loops {
@@ -248,7 +250,7 @@ func TestLoopbackThreeInstances(t *testing.T) {
 func settle(r *receiver, quiet, max time.Duration) {
 	last, n := time.Now(), -1
 	deadline := time.Now().Add(max)
-	eventually(max, func() bool {
+	testproc.Eventually(max, func() bool {
 		s := r.snapshot()
 		if c := len(s.kills) + len(s.alerts); c != n {
 			n, last = c, time.Now()
