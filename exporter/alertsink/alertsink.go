@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
@@ -183,6 +184,16 @@ func (s *alertSink) expired(ctx context.Context, eventID string) {
 	s.logger.Warn("alert_sink: kill request expired before delivery; dropped", zap.String("event_id", eventID))
 }
 
+// appendQueued decodes one queued record, skipping what is not one.
+func (s *alertSink) appendQueued(recs []alert.Record, m pcommon.Map) []alert.Record {
+	r, err := alert.FromMap(m)
+	if err != nil {
+		s.logger.Debug("alert_sink: skipping queued item", zap.Error(err))
+		return recs
+	}
+	return append(recs, r)
+}
+
 // pushTraces delivers the records of a traces carrier (the queue's items).
 func (s *alertSink) pushTraces(ctx context.Context, td ptrace.Traces) error {
 	var recs []alert.Record
@@ -192,12 +203,7 @@ func (s *alertSink) pushTraces(ctx context.Context, td ptrace.Traces) error {
 		for j := 0; j < sss.Len(); j++ {
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
-				r, err := alert.FromMap(spans.At(k).Attributes())
-				if err != nil {
-					s.logger.Debug("alert_sink: skipping queued item", zap.Error(err))
-					continue
-				}
-				recs = append(recs, r)
+				recs = s.appendQueued(recs, spans.At(k).Attributes())
 			}
 		}
 	}
@@ -217,12 +223,7 @@ func (s *alertSink) pushLogs(ctx context.Context, ld plog.Logs) error {
 		for j := 0; j < sls.Len(); j++ {
 			lrs := sls.At(j).LogRecords()
 			for k := 0; k < lrs.Len(); k++ {
-				r, err := alert.FromMap(lrs.At(k).Attributes())
-				if err != nil {
-					s.logger.Debug("alert_sink: skipping queued item", zap.Error(err))
-					continue
-				}
-				recs = append(recs, r)
+				recs = s.appendQueued(recs, lrs.At(k).Attributes())
 			}
 		}
 	}
