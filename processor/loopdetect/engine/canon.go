@@ -54,8 +54,8 @@ type keySet struct {
 	// rejected without a map lookup.
 	filter   [4]uint64
 	prefixes []prefixHash
-	// maxPrefix is the longest normalized prefix.
-	maxPrefix int
+	// prefixLens has bit n set when some prefix is n normalized bytes long.
+	prefixLens uint64
 }
 
 type prefixHash struct {
@@ -96,8 +96,10 @@ func newKeySet(keys []string) *keySet {
 	for _, k := range keys {
 		if p, ok := strings.CutSuffix(k, "*"); ok {
 			h, n := normHash(p)
-			ks.prefixes = append(ks.prefixes, prefixHash{n: n, h: h})
-			ks.maxPrefix = max(ks.maxPrefix, n)
+			if n < 64 {
+				ks.prefixes = append(ks.prefixes, prefixHash{n: n, h: h})
+				ks.prefixLens |= 1 << n
+			}
 			continue
 		}
 		h, _ := normHash(k)
@@ -111,6 +113,16 @@ func (ks *keySet) match(key string) bool {
 	if ks == nil || len(key) > 64 {
 		return false
 	}
+	h, prefixed := ks.hash(key)
+	return prefixed || ks.hasExact(h)
+}
+
+// hash returns key's normalized hash, and whether a prefix matched on the way.
+func (ks *keySet) hash(key string) (uint64, bool) {
+	if ks == nil {
+		h, _ := normHash(key)
+		return h, false
+	}
 	h := uint64(normSeed)
 	n := 0
 	for i := 0; i < len(key); i++ {
@@ -119,15 +131,19 @@ func (ks *keySet) match(key string) bool {
 			continue
 		}
 		n++
-		if n <= ks.maxPrefix {
+		if n < 64 && ks.prefixLens&(1<<n) != 0 {
 			for _, p := range ks.prefixes {
 				if p.n == n && p.h == h {
-					return true
+					return h, true
 				}
 			}
 		}
 	}
-	if ks.filter[h>>6&3]&(1<<(h&63)) == 0 {
+	return h, false
+}
+
+func (ks *keySet) hasExact(h uint64) bool {
+	if ks == nil || ks.filter[h>>6&3]&(1<<(h&63)) == 0 {
 		return false
 	}
 	_, ok := ks.exact[h]
@@ -278,6 +294,17 @@ func (h *canonHasher) literal(lit string, tag uint64) (uint64, bool, error) {
 func (h *canonHasher) str() (string, error) {
 	h.pos++ // opening quote
 	start := h.pos
+	// Most JSON strings are short: one scan for both the closing quote and
+	// an escape beats two vector searches and their call overhead.
+	for i := start; i < len(h.s) && i-start < 32; i++ {
+		switch h.s[i] {
+		case '"':
+			h.pos = i + 1
+			return h.s[start:i], nil
+		case '\\':
+			return h.unescape(start)
+		}
+	}
 	end := strings.IndexByte(h.s[start:], '"')
 	if end < 0 {
 		return "", errSyntax
@@ -286,6 +313,11 @@ func (h *canonHasher) str() (string, error) {
 		h.pos = start + end + 1
 		return h.s[start : start+end], nil
 	}
+	return h.unescape(start)
+}
+
+// unescape decodes the string starting at start into the scratch buffer.
+func (h *canonHasher) unescape(start int) (string, error) {
 	if h.scratch == nil {
 		h.scratch = make([]byte, 0, 256)
 	}
@@ -400,12 +432,17 @@ func (h *canonHasher) object(depth int, wrap *wrapperInfo) (uint64, bool, error)
 		}
 		// key may alias scratch; hash it before the value reuses scratch.
 		keyHash := strHash(key)
-		denied := h.deny.match(key)
+		// One normalized hash serves the denylist and the terminal keys.
+		denied, statusKey := false, false
+		if len(key) <= 64 && (h.deny != nil || h.terminal != nil) {
+			kh, prefixed := h.deny.hash(key)
+			denied = prefixed || h.deny.hasExact(kh)
+			statusKey = h.terminal != nil && depth < 3 && h.terminal.keys.hasExact(kh)
+		}
 		var wkey string
 		if wrap != nil {
 			wkey = wrapperKey(key)
 		}
-		statusKey := h.terminal != nil && depth < 3 && h.terminal.keys.match(key)
 		h.skipWS()
 		if h.pos >= len(h.s) || h.s[h.pos] != ':' {
 			return 0, false, errSyntax
