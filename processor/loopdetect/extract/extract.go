@@ -364,12 +364,30 @@ func (x *Extractor) redacted(key string, v Value) bool {
 	return false
 }
 
+// containsBy reports whether s contains needle, searching for its byte at
+// index a ('p' in the wrapper keys): a generic search anchors on the
+// needle's leading quote, which JSON has at nearly every other token.
+func containsBy(s, needle string, a int) bool {
+	c := needle[a]
+	for i := a; i < len(s); i++ {
+		j := strings.IndexByte(s[i:], c)
+		if j < 0 {
+			return false
+		}
+		i += j
+		if start := i - a; start+len(needle) <= len(s) && s[start:start+len(needle)] == needle {
+			return true
+		}
+	}
+	return false
+}
+
 // unwrapArgs returns the real arguments inside OpenLLMetry's LangChain tool
 // input ({"input_str","tags","metadata","inputs","kwargs"}): the engine's
 // normalizer unwraps that wrapper only without "kwargs", and its tags
 // ("seq:step:N") change on every LangGraph step.
 func unwrapArgs(args string) string {
-	if !strings.Contains(args, `"input_str"`) && !strings.Contains(args, `"inputs"`) {
+	if !containsBy(args, `"input_str"`, 3) && !containsBy(args, `"inputs"`, 3) {
 		return args
 	}
 	if onlyKeys(args, "inputs", "input_str", "tags", "metadata", "inputs", "kwargs") {
@@ -389,7 +407,7 @@ func unwrapArgs(args string) string {
 // output ({"output": …, "kwargs": …}); a serialized ToolMessage inside it is
 // then unwrapped by the normalizer.
 func unwrapResult(result string) string {
-	if !strings.Contains(result, `"output"`) {
+	if !containsBy(result, `"output"`, 4) {
 		return result
 	}
 	if onlyKeys(result, "output", "output", "kwargs") {
