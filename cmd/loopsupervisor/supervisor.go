@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/otelcol-loop/otelcol-loop/cmd/loopsupervisor/internal/webhook"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/stdwebhook"
 )
 
 // Exit codes (documented in main.go and docs/webhook.md).
@@ -133,7 +135,7 @@ func loadKeys(o options) ([][]byte, error) {
 	}
 	keys := make([][]byte, 0, len(raw))
 	for i, s := range raw {
-		k, err := webhook.ParseSecret(s)
+		k, err := stdwebhook.ParseSecret(strings.TrimSpace(s))
 		if err != nil {
 			return nil, fmt.Errorf("secret %d: %w", i+1, err)
 		}

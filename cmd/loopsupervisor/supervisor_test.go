@@ -22,7 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/otelcol-loop/otelcol-loop/cmd/loopsupervisor/internal/webhook"
+	"github.com/otelcol-loop/otelcol-loop/internal/stdwebhook"
 )
 
 const (
@@ -32,10 +32,10 @@ const (
 
 // The Standard Webhooks known-answer vector, in the supervisor's code.
 func TestKnownAnswerVector(t *testing.T) {
-	key, err := webhook.ParseSecret(testSecret)
+	key, err := stdwebhook.ParseSecret(testSecret)
 	require.NoError(t, err)
 	assert.Equal(t, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
-		webhook.Sign([][]byte{key}, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, []byte(`{"test": 2432232314}`)))
+		stdwebhook.Sign([][]byte{key}, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, []byte(`{"test": 2432232314}`)))
 }
 
 // signals counts what the supervisor sent to process groups.
@@ -182,13 +182,13 @@ func (h *harness) send(k killSpec) (int, string) {
 		"target":     map[string]any{"service_instance_id": k.instance, "pid": k.pid},
 		"transition": map[string]any{"from": "working", "to": "stuck", "reason": "frequent_identical", "explanation": "loop detected: same tool call x5 of last 10", "kill": true},
 	})
-	key, err := webhook.ParseSecret(k.secret)
+	key, err := stdwebhook.ParseSecret(k.secret)
 	require.NoError(h.t, err)
 	wid := k.id + ".kill"
 	req, _ := http.NewRequest(http.MethodPost, h.url, bytes.NewReader(body))
-	req.Header.Set(webhook.HeaderID, wid)
-	req.Header.Set(webhook.HeaderTimestamp, strconv.FormatInt(k.ts.Unix(), 10))
-	req.Header.Set(webhook.HeaderSignature, webhook.Sign([][]byte{key}, wid, k.ts.Unix(), body))
+	req.Header.Set(stdwebhook.HeaderID, wid)
+	req.Header.Set(stdwebhook.HeaderTimestamp, strconv.FormatInt(k.ts.Unix(), 10))
+	req.Header.Set(stdwebhook.HeaderSignature, stdwebhook.Sign([][]byte{key}, wid, k.ts.Unix(), body))
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(h.t, err)
 	defer resp.Body.Close()

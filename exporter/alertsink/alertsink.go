@@ -26,7 +26,7 @@ import (
 
 	"github.com/otelcol-loop/otelcol-loop/exporter/alertsink/internal/alert"
 	"github.com/otelcol-loop/otelcol-loop/exporter/alertsink/internal/metadata"
-	"github.com/otelcol-loop/otelcol-loop/exporter/alertsink/internal/signer"
+	"github.com/otelcol-loop/otelcol-loop/internal/stdwebhook"
 )
 
 // userAgent is sent with every webhook.
@@ -108,7 +108,7 @@ func (s *alertSink) start(ctx context.Context, host component.Host) error {
 		}
 		d := &destination{name: name, cfg: dc}
 		for i, sec := range dc.Secrets {
-			k, err := signer.ParseSecret(string(sec))
+			k, err := stdwebhook.ParseSecret(string(sec))
 			if err != nil {
 				return fmt.Errorf("%s.secrets[%d]: %w", name, i, err)
 			}
@@ -317,11 +317,11 @@ func (s *alertSink) deliver(ctx context.Context, r *alert.Record) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)
-	req.Header.Set(signer.HeaderID, r.WebhookID)
+	req.Header.Set(stdwebhook.HeaderID, r.WebhookID)
 	ts := now.Unix()
-	req.Header.Set(signer.HeaderTimestamp, strconv.FormatInt(ts, 10))
+	req.Header.Set(stdwebhook.HeaderTimestamp, strconv.FormatInt(ts, 10))
 	if len(d.keys) > 0 {
-		req.Header.Set(signer.HeaderSignature, signer.Sign(d.keys, r.WebhookID, ts, r.Body))
+		req.Header.Set(stdwebhook.HeaderSignature, stdwebhook.Sign(d.keys, r.WebhookID, ts, r.Body))
 	}
 	resp, err := d.client.Do(req)
 	if err != nil {

@@ -23,24 +23,24 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-loop/otelcol-loop/exporter/alertsink/internal/metadatatest"
-	"github.com/otelcol-loop/otelcol-loop/exporter/alertsink/internal/signer"
+	"github.com/otelcol-loop/otelcol-loop/internal/stdwebhook"
 	"github.com/otelcol-loop/otelcol-loop/internal/loopevent"
 )
 
 // The Standard Webhooks known-answer vector, through the signer the
 // exporter uses.
 func TestKnownAnswerVector(t *testing.T) {
-	key, err := signer.ParseSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	key, err := stdwebhook.ParseSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	require.NoError(t, err)
 	assert.Equal(t, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
-		signer.Sign([][]byte{key}, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, []byte(`{"test": 2432232314}`)))
+		stdwebhook.Sign([][]byte{key}, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, []byte(`{"test": 2432232314}`)))
 }
 
 func recordingServer(t *testing.T, rec *recorder, code int) string {
 	return serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		rec.add(hit{at: time.Now(), id: r.Header.Get(signer.HeaderID), ts: r.Header.Get(signer.HeaderTimestamp),
-			signature: r.Header.Get(signer.HeaderSignature), body: body})
+		rec.add(hit{at: time.Now(), id: r.Header.Get(stdwebhook.HeaderID), ts: r.Header.Get(stdwebhook.HeaderTimestamp),
+			signature: r.Header.Get(stdwebhook.HeaderSignature), body: body})
 		w.WriteHeader(code)
 	}))
 }
@@ -64,12 +64,12 @@ func TestKillBodyHeadersAndRotation(t *testing.T) {
 	ts, err := strconv.ParseInt(h.ts, 10, 64)
 	require.NoError(t, err)
 	assert.InDelta(t, time.Now().Unix(), ts, 5)
-	k1, _ := signer.ParseSecret(testSecret)
-	k2, _ := signer.ParseSecret(testSecret2)
+	k1, _ := stdwebhook.ParseSecret(testSecret)
+	k2, _ := stdwebhook.ParseSecret(testSecret2)
 	sigs := strings.Split(h.signature, " ")
 	require.Len(t, sigs, 2, "two secrets during rotation give two signatures")
-	assert.Equal(t, signer.Sign([][]byte{k1}, h.id, ts, h.body), sigs[0])
-	assert.Equal(t, signer.Sign([][]byte{k2}, h.id, ts, h.body), sigs[1])
+	assert.Equal(t, stdwebhook.Sign([][]byte{k1}, h.id, ts, h.body), sigs[0])
+	assert.Equal(t, stdwebhook.Sign([][]byte{k2}, h.id, ts, h.body), sigs[1])
 
 	var body map[string]any
 	require.NoError(t, json.Unmarshal(h.body, &body))
@@ -104,7 +104,7 @@ func TestSameWebhookIDOnRetry(t *testing.T) {
 	n := 0
 	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		rec.add(hit{id: r.Header.Get(signer.HeaderID), body: body})
+		rec.add(hit{id: r.Header.Get(stdwebhook.HeaderID), body: body})
 		n++
 		if n < 3 {
 			w.WriteHeader(503)

@@ -15,7 +15,7 @@ import (
 	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
-	"github.com/otelcol-loop/otelcol-loop/exporter/alertsink/internal/signer"
+	"github.com/otelcol-loop/otelcol-loop/internal/stdwebhook"
 )
 
 // States a transition can lead to; alerts.states accepts only these.
@@ -163,7 +163,7 @@ func (d *DestinationConfig) validate(key string, secretRequired bool) error {
 		errs = append(errs, fmt.Errorf("%s.secrets: at most %d secrets (current and next during rotation), got %d", key, MaxSecrets, len(d.Secrets)))
 	}
 	for i, s := range d.Secrets {
-		if _, err := signer.ParseSecret(string(s)); err != nil {
+		if _, err := stdwebhook.ParseSecret(string(s)); err != nil {
 			errs = append(errs, fmt.Errorf("%s.secrets[%d]: %w", key, i, err))
 		}
 	}

@@ -24,7 +24,7 @@ import (
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/extension"
 
-	"github.com/otelcol-loop/otelcol-loop/exporter/alertsink/internal/signer"
+	"github.com/otelcol-loop/otelcol-loop/internal/stdwebhook"
 )
 
 // Environment of the persistence child process.
@@ -164,7 +164,7 @@ func TestPersistentQueueSurvivesSIGKILL(t *testing.T) {
 	}
 
 	// Phase 2: endpoint up, restart on the same storage.
-	key, err := signer.ParseSecret(testSecret)
+	key, err := stdwebhook.ParseSecret(testSecret)
 	require.NoError(t, err)
 	var mu sync.Mutex
 	got := map[string]int{}
@@ -178,12 +178,12 @@ func TestPersistentQueueSurvivesSIGKILL(t *testing.T) {
 			Type string `json:"type"`
 		}
 		_ = json.Unmarshal(body, &b)
-		ts, _ := strconv.ParseInt(r.Header.Get(signer.HeaderTimestamp), 10, 64)
-		want := signer.Sign([][]byte{key}, r.Header.Get(signer.HeaderID), ts, body)
+		ts, _ := strconv.ParseInt(r.Header.Get(stdwebhook.HeaderTimestamp), 10, 64)
+		want := stdwebhook.Sign([][]byte{key}, r.Header.Get(stdwebhook.HeaderID), ts, body)
 		mu.Lock()
 		defer mu.Unlock()
-		if r.Header.Get(signer.HeaderSignature) != want || r.Header.Get(signer.HeaderID) != b.ID+".kill" || b.Type != "loop.kill" {
-			bad = append(bad, r.Header.Get(signer.HeaderID))
+		if r.Header.Get(stdwebhook.HeaderSignature) != want || r.Header.Get(stdwebhook.HeaderID) != b.ID+".kill" || b.Type != "loop.kill" {
+			bad = append(bad, r.Header.Get(stdwebhook.HeaderID))
 		}
 		got[b.ID]++
 		live := 0

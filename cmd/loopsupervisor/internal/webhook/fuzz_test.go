@@ -5,16 +5,18 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/stdwebhook"
 )
 
 // FuzzVerifyAndParse feeds arbitrary headers and bodies to the verifier.
 // It must never panic, must classify every failure as 400 or 401, and must
 // accept only what a holder of the key signed.
 func FuzzVerifyAndParse(f *testing.F) {
-	key, _ := ParseSecret(vectorSecret)
+	key, _ := stdwebhook.ParseSecret(vectorSecret)
 	now := time.Unix(1764504000, 0)
 	body := killBody(now.Add(time.Minute))
-	f.Add("ld_1_2.kill", "1764504000", Sign([][]byte{key}, "ld_1_2.kill", 1764504000, body), body)
+	f.Add("ld_1_2.kill", "1764504000", stdwebhook.Sign([][]byte{key}, "ld_1_2.kill", 1764504000, body), body)
 	f.Add("msg_p5jXN8AQM9LWM0D4loKWxJek", "1614265330", "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=", []byte(`{"test": 2432232314}`))
 	f.Add("", "", "", []byte(nil))
 	f.Add("x", "-1", "v1,", []byte(`{`))
@@ -22,9 +24,9 @@ func FuzzVerifyAndParse(f *testing.F) {
 	v := Verifier{Keys: [][]byte{key}, Tolerance: 5 * time.Minute}
 	f.Fuzz(func(t *testing.T, id, ts, sig string, body []byte) {
 		h := http.Header{}
-		h.Set(HeaderID, id)
-		h.Set(HeaderTimestamp, ts)
-		h.Set(HeaderSignature, sig)
+		h.Set(stdwebhook.HeaderID, id)
+		h.Set(stdwebhook.HeaderTimestamp, ts)
+		h.Set(stdwebhook.HeaderSignature, sig)
 		m, err := v.Verify(h, body, now)
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnauthorized) {
@@ -32,11 +34,11 @@ func FuzzVerifyAndParse(f *testing.F) {
 			}
 			return
 		}
-		if m.WebhookID != h.Get(HeaderID) || m.Body.ID == "" {
+		if m.WebhookID != h.Get(stdwebhook.HeaderID) || m.Body.ID == "" {
 			t.Fatalf("accepted message without ids: %+v", m)
 		}
 		// Accepted: the signature must really be one the key produces.
-		if !v.match(h.Get(HeaderID), h.Get(HeaderTimestamp), body, sig) {
+		if !v.match(h.Get(stdwebhook.HeaderID), h.Get(stdwebhook.HeaderTimestamp), body, sig) {
 			t.Fatal("accepted an unsigned message")
 		}
 		_, _ = ParseBody(body)

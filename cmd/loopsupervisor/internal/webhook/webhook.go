@@ -6,7 +6,6 @@ package webhook // import "github.com/otelcol-loop/otelcol-loop/cmd/loopsupervis
 
 import (
 	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -17,13 +16,8 @@ import (
 	"sync"
 	"time"
 	"unicode"
-)
 
-// Header names (Standard Webhooks).
-const (
-	HeaderID        = "webhook-id"
-	HeaderTimestamp = "webhook-timestamp"
-	HeaderSignature = "webhook-signature"
+	"github.com/otelcol-loop/otelcol-loop/internal/stdwebhook"
 )
 
 // Body types.
@@ -44,40 +38,7 @@ const (
 var (
 	ErrMalformed    = errors.New("malformed request")
 	ErrUnauthorized = errors.New("unauthorized")
-	ErrSecretFormat = errors.New("secret must be \"whsec_\" followed by the base64 encoding of 24 to 64 random bytes")
 )
-
-// ParseSecret decodes a "whsec_<base64>" secret into its key.
-func ParseSecret(s string) ([]byte, error) {
-	rest, ok := strings.CutPrefix(strings.TrimSpace(s), "whsec_")
-	if !ok {
-		return nil, ErrSecretFormat
-	}
-	key, err := base64.StdEncoding.DecodeString(rest)
-	if err != nil || len(key) < 24 || len(key) > 64 {
-		return nil, ErrSecretFormat
-	}
-	return key, nil
-}
-
-// Sign computes the v1 signatures of a message, one per key, space-separated.
-func Sign(keys [][]byte, id string, ts int64, body []byte) string {
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, "v1,"+base64.StdEncoding.EncodeToString(mac(k, id, strconv.FormatInt(ts, 10), body)))
-	}
-	return strings.Join(parts, " ")
-}
-
-func mac(key []byte, id, ts string, body []byte) []byte {
-	h := hmac.New(sha256.New, key)
-	h.Write([]byte(id))
-	h.Write([]byte{'.'})
-	h.Write([]byte(ts))
-	h.Write([]byte{'.'})
-	h.Write(body)
-	return h.Sum(nil)
-}
 
 // Verifier checks requests against one or more keys.
 type Verifier struct {
@@ -143,22 +104,22 @@ func unauthorized(format string, a ...any) error {
 // The signature is checked before the body is looked at.
 func (v *Verifier) Verify(h http.Header, body []byte, now time.Time) (Message, error) {
 	var m Message
-	id := h.Get(HeaderID)
+	id := h.Get(stdwebhook.HeaderID)
 	if id == "" || len(id) > maxIDLen || !printable(id) {
-		return m, malformed("missing or invalid %s", HeaderID)
+		return m, malformed("missing or invalid %s", stdwebhook.HeaderID)
 	}
-	tsRaw := h.Get(HeaderTimestamp)
+	tsRaw := h.Get(stdwebhook.HeaderTimestamp)
 	ts, err := strconv.ParseInt(tsRaw, 10, 64)
 	if err != nil || ts <= 0 || ts > 1<<40 {
-		return m, malformed("missing or invalid %s", HeaderTimestamp)
+		return m, malformed("missing or invalid %s", stdwebhook.HeaderTimestamp)
 	}
 	t := time.Unix(ts, 0)
 	if d := now.Sub(t); d > v.Tolerance || d < -v.Tolerance {
-		return m, unauthorized("%s outside the allowed window of ±%s", HeaderTimestamp, v.Tolerance)
+		return m, unauthorized("%s outside the allowed window of ±%s", stdwebhook.HeaderTimestamp, v.Tolerance)
 	}
-	sigs := h.Get(HeaderSignature)
+	sigs := h.Get(stdwebhook.HeaderSignature)
 	if sigs == "" {
-		return m, unauthorized("missing %s", HeaderSignature)
+		return m, unauthorized("missing %s", stdwebhook.HeaderSignature)
 	}
 	if !v.match(id, tsRaw, body, sigs) {
 		return m, unauthorized("no valid signature")
@@ -179,7 +140,7 @@ func (v *Verifier) match(id, ts string, body []byte, sigs string) bool {
 	}
 	ok := false
 	for _, k := range v.Keys {
-		want := mac(k, id, ts, body)
+		want := stdwebhook.MAC(k, id, ts, body)
 		for _, f := range fields {
 			raw, found := strings.CutPrefix(f, "v1,")
 			if !found {

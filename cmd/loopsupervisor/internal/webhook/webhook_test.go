@@ -9,23 +9,25 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/stdwebhook"
 )
 
 const vectorSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 // The published Standard Webhooks known-answer vector.
 func TestKnownAnswer(t *testing.T) {
-	key, err := ParseSecret(vectorSecret)
+	key, err := stdwebhook.ParseSecret(vectorSecret)
 	require.NoError(t, err)
 	body := []byte(`{"test": 2432232314}`)
-	assert.Equal(t, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=", Sign([][]byte{key}, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body))
+	assert.Equal(t, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=", stdwebhook.Sign([][]byte{key}, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body))
 
 	v := Verifier{Keys: [][]byte{key}, Tolerance: 5 * time.Minute}
 	h := http.Header{}
-	h.Set(HeaderID, "msg_p5jXN8AQM9LWM0D4loKWxJek")
-	h.Set(HeaderTimestamp, "1614265330")
-	h.Set(HeaderSignature, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
-	assert.True(t, v.match("msg_p5jXN8AQM9LWM0D4loKWxJek", "1614265330", body, h.Get(HeaderSignature)))
+	h.Set(stdwebhook.HeaderID, "msg_p5jXN8AQM9LWM0D4loKWxJek")
+	h.Set(stdwebhook.HeaderTimestamp, "1614265330")
+	h.Set(stdwebhook.HeaderSignature, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
+	assert.True(t, v.match("msg_p5jXN8AQM9LWM0D4loKWxJek", "1614265330", body, h.Get(stdwebhook.HeaderSignature)))
 	// The vector's body is not a loop webhook: signature passes, body is 400.
 	_, err = v.Verify(h, body, time.Unix(1614265330, 0))
 	assert.ErrorIs(t, err, ErrMalformed)
@@ -39,15 +41,15 @@ func killBody(expires time.Time) []byte {
 
 func signed(keys [][]byte, id string, ts int64, body []byte) http.Header {
 	h := http.Header{}
-	h.Set(HeaderID, id)
-	h.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
-	h.Set(HeaderSignature, Sign(keys, id, ts, body))
+	h.Set(stdwebhook.HeaderID, id)
+	h.Set(stdwebhook.HeaderTimestamp, strconv.FormatInt(ts, 10))
+	h.Set(stdwebhook.HeaderSignature, stdwebhook.Sign(keys, id, ts, body))
 	return h
 }
 
 func TestVerify(t *testing.T) {
-	k1, _ := ParseSecret(vectorSecret)
-	k2, _ := ParseSecret("whsec_c2Vjb25kLXNlY3JldC1mb3Itcm90YXRpb24tdGVzdHM=")
+	k1, _ := stdwebhook.ParseSecret(vectorSecret)
+	k2, _ := stdwebhook.ParseSecret("whsec_c2Vjb25kLXNlY3JldC1mb3Itcm90YXRpb24tdGVzdHM=")
 	now := time.Now()
 	body := killBody(now.Add(time.Minute))
 	v := Verifier{Keys: [][]byte{k1}, Tolerance: 5 * time.Minute}
@@ -84,7 +86,7 @@ func TestVerify(t *testing.T) {
 	_, err = v.Verify(http.Header{}, body, now)
 	assert.ErrorIs(t, err, ErrMalformed)
 	h = signed([][]byte{k1}, "ld_1_2.kill", now.Unix(), body)
-	h.Del(HeaderSignature)
+	h.Del(stdwebhook.HeaderSignature)
 	_, err = v.Verify(h, body, now)
 	assert.ErrorIs(t, err, ErrUnauthorized)
 	// Kill without expires_at.
@@ -108,7 +110,7 @@ func TestReplayCache(t *testing.T) {
 
 func TestParseSecret(t *testing.T) {
 	for _, s := range []string{"", "whsec_", "whsec_@@@", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_QUJD"} {
-		_, err := ParseSecret(s)
+		_, err := stdwebhook.ParseSecret(s)
 		assert.Error(t, err, s)
 	}
 }

@@ -1,9 +1,10 @@
-// Package signer implements the Standard Webhooks v1 signature
+// Package stdwebhook implements the Standard Webhooks v1 signature
 // (https://www.standardwebhooks.com): HMAC-SHA256 over
 // "<webhook-id>.<webhook-timestamp>.<body>", base64-encoded and prefixed
-// with "v1,". Several secrets (key rotation) give several space-separated
+// with "v1,". The alert_sink exporter signs with it and the supervisor
+// verifies with it. Several secrets (key rotation) give several space-separated
 // signatures.
-package signer // import "github.com/otelcol-loop/otelcol-loop/exporter/alertsink/internal/signer"
+package stdwebhook // import "github.com/otelcol-loop/otelcol-loop/internal/stdwebhook"
 
 import (
 	"crypto/hmac"
@@ -62,12 +63,14 @@ func Sign(keys [][]byte, id string, timestamp int64, body []byte) string {
 			b.WriteByte(' ')
 		}
 		b.WriteString("v1,")
-		b.WriteString(base64.StdEncoding.EncodeToString(mac(k, id, ts, body)))
+		b.WriteString(base64.StdEncoding.EncodeToString(MAC(k, id, ts, body)))
 	}
 	return b.String()
 }
 
-func mac(key []byte, id, ts string, body []byte) []byte {
+// MAC is one key's raw signature of a message (ts in decimal seconds);
+// receivers compare it in constant time.
+func MAC(key []byte, id, ts string, body []byte) []byte {
 	h := hmac.New(sha256.New, key)
 	h.Write([]byte(id))
 	h.Write([]byte{'.'})
