@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
 // EventName is the name of the span event (and the log record event name)
@@ -288,4 +289,40 @@ func FromAttributes(m pcommon.Map) (Event, error) {
 		HostName:          str(AttrTargetHost),
 	}
 	return e, nil
+}
+
+// Visit calls fn for every transition event in td with the span that
+// carries it, in span order. Events that do not decode are skipped and
+// returned, joined, as the error.
+func Visit(td ptrace.Traces, fn func(e Event, span ptrace.Span)) error {
+	var errs []error
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		sss := rss.At(i).ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				evs := spans.At(k).Events()
+				for l := 0; l < evs.Len(); l++ {
+					if evs.At(l).Name() != EventName {
+						continue
+					}
+					e, err := FromAttributes(evs.At(l).Attributes())
+					if err != nil {
+						errs = append(errs, fmt.Errorf("span %s: %w", spans.At(k).SpanID(), err))
+						continue
+					}
+					fn(e, spans.At(k))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// FromTraces returns the transition events in td, in span order.
+func FromTraces(td ptrace.Traces) ([]Event, error) {
+	var out []Event
+	err := Visit(td, func(e Event, _ ptrace.Span) { out = append(out, e) })
+	return out, err
 }

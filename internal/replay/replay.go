@@ -56,32 +56,6 @@ func LineOf(e *loopevent.Event) Line {
 	}
 }
 
-// Events returns the transition events in td, in span order.
-func Events(td ptrace.Traces) ([]loopevent.Event, error) {
-	var out []loopevent.Event
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		sss := rss.At(i).ScopeSpans()
-		for j := 0; j < sss.Len(); j++ {
-			spans := sss.At(j).Spans()
-			for k := 0; k < spans.Len(); k++ {
-				evs := spans.At(k).Events()
-				for l := 0; l < evs.Len(); l++ {
-					if evs.At(l).Name() != loopevent.EventName {
-						continue
-					}
-					e, err := loopevent.FromAttributes(evs.At(l).Attributes())
-					if err != nil {
-						return nil, err
-					}
-					out = append(out, e)
-				}
-			}
-		}
-	}
-	return out, nil
-}
-
 // Batch is one recorded export request and where it came from.
 type Batch struct {
 	Traces ptrace.Traces
@@ -182,7 +156,7 @@ type collector struct {
 func (c *collector) Capabilities() consumer.Capabilities { return consumer.Capabilities{} }
 
 func (c *collector) ConsumeTraces(_ context.Context, td ptrace.Traces) error {
-	evs, err := Events(td)
+	evs, err := loopevent.FromTraces(td)
 	if err != nil && c.err == nil {
 		c.err = err
 	}

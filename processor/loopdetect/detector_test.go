@@ -73,21 +73,9 @@ func events(t *testing.T, all []ptrace.Traces) []loopevent.Event {
 	t.Helper()
 	var out []loopevent.Event
 	for _, td := range all {
-		for i := 0; i < td.ResourceSpans().Len(); i++ {
-			ss := td.ResourceSpans().At(i).ScopeSpans()
-			for j := 0; j < ss.Len(); j++ {
-				for k := 0; k < ss.At(j).Spans().Len(); k++ {
-					evs := ss.At(j).Spans().At(k).Events()
-					for l := 0; l < evs.Len(); l++ {
-						if evs.At(l).Name() == loopevent.EventName {
-							e, err := loopevent.FromAttributes(evs.At(l).Attributes())
-							require.NoError(t, err)
-							out = append(out, e)
-						}
-					}
-				}
-			}
-		}
+		evs, err := loopevent.FromTraces(td)
+		require.NoError(t, err)
+		out = append(out, evs...)
 	}
 	return out
 }

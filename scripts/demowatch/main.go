@@ -114,31 +114,15 @@ func (w *watcher) line(b []byte) {
 		fmt.Fprintf(os.Stderr, "demowatch: skipping unreadable line: %v\n", err)
 		return
 	}
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		sss := rss.At(i).ScopeSpans()
-		for j := 0; j < sss.Len(); j++ {
-			spans := sss.At(j).Spans()
-			for k := 0; k < spans.Len(); k++ {
-				sp := spans.At(k)
-				evs := sp.Events()
-				for e := 0; e < evs.Len(); e++ {
-					if evs.At(e).Name() != loopevent.EventName {
-						continue
-					}
-					ev, err := loopevent.FromAttributes(evs.At(e).Attributes())
-					if err != nil {
-						fmt.Fprintf(os.Stderr, "demowatch: bad transition event on span %s: %v\n", sp.SpanID(), err)
-						continue
-					}
-					if ev.ID != "" && w.seen[ev.ID] {
-						continue
-					}
-					w.seen[ev.ID] = true
-					w.print(ev, sp.Name())
-				}
-			}
+	err = loopevent.Visit(td, func(ev loopevent.Event, sp ptrace.Span) {
+		if ev.ID != "" && w.seen[ev.ID] {
+			return
 		}
+		w.seen[ev.ID] = true
+		w.print(ev, sp.Name())
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "demowatch: bad transition event: %v\n", err)
 	}
 }
 
