@@ -158,7 +158,7 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 		st.batch = st.batch[:0]
 		d.pool.Put(st)
 	}()
-	var spans, calls, malformed, oversized, badEvidence, foreign int64
+	var n batchCounts
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -169,7 +169,7 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 			foreignSpans := false
 			for k := 0; k < ss.Len(); k++ {
 				span := ss.At(k)
-				spans++
+				n.items++
 				if d.cfg.EventTime {
 					advance(&d.eventNow, int64(span.EndTimestamp()))
 				}
@@ -183,7 +183,7 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 				if hasVerdictEvent(span.Events()) {
 					span.Events().RemoveIf(func(e ptrace.SpanEvent) bool {
 						if e.Name() == loopevent.EventName {
-							foreign++
+							n.foreign++
 							return true
 						}
 						return false
@@ -196,22 +196,16 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 				if !ok {
 					continue
 				}
-				calls++
-				malformed += b2i(out.Malformed)
-				oversized += b2i(out.Oversized)
-				badEvidence += b2i(out.BadEvidence)
-				st.trans = d.eng.Observe(&st.call, d.now(), st.trans[:0])
+				d.observe(ctx, st, out, &n)
 				for t := range st.trans {
 					ev := toEvent(&st.trans[t])
 					d.attach(span.Events().AppendEmpty(), &ev)
-					d.record(ctx, &st.trans[t])
 				}
-				st.batch = append(st.batch, st.trans...)
 			}
 			if foreignSpans {
 				ss.RemoveIf(func(s ptrace.Span) bool {
 					if s.Name() == loopevent.SyntheticSpanName {
-						foreign++
+						n.foreign++
 						return true
 					}
 					return false
@@ -219,7 +213,7 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 			}
 		}
 	}
-	d.countBatch(ctx, batchCounts{items: spans, calls: calls, malformed: malformed, oversized: oversized, badEvidence: badEvidence, foreign: foreign})
+	d.countBatch(ctx, n)
 	d.reportStats(ctx)
 	if err := next.ConsumeTraces(ctx, td); err != nil {
 		d.keepPending(st.batch)
@@ -231,6 +225,20 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 // batchCounts are one batch's counters, added to the metrics once.
 type batchCounts struct {
 	items, calls, malformed, oversized, badEvidence, foreign int64
+}
+
+// observe feeds the extracted call to the engine: its transitions are left
+// in st.trans (recorded, and kept in st.batch for re-emission).
+func (d *detector) observe(ctx context.Context, st *batchState, out extract.Outcome, n *batchCounts) {
+	n.calls++
+	n.malformed += b2i(out.Malformed)
+	n.oversized += b2i(out.Oversized)
+	n.badEvidence += b2i(out.BadEvidence)
+	st.trans = d.eng.Observe(&st.call, d.now(), st.trans[:0])
+	for t := range st.trans {
+		d.record(ctx, &st.trans[t])
+	}
+	st.batch = append(st.batch, st.trans...)
 }
 
 func (d *detector) countBatch(ctx context.Context, c batchCounts) {

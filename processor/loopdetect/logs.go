@@ -269,7 +269,8 @@ func (d *detector) consumeLogs(ctx context.Context, ld plog.Logs, x *extract.Ext
 		st.batch = st.batch[:0]
 		d.pool.Put(st)
 	}()
-	var records, calls, malformed, oversized, badEvidence, noSession, foreign int64
+	var n batchCounts
+	var noSession int64
 	var pending []loopevent.Event
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
@@ -283,14 +284,14 @@ func (d *detector) consumeLogs(ctx context.Context, ld plog.Logs, x *extract.Ext
 			// records would become signed kills in alert_sink.
 			lrs.RemoveIf(func(lr plog.LogRecord) bool {
 				if lr.EventName() == loopevent.EventName {
-					foreign++
+					n.foreign++
 					return true
 				}
 				return false
 			})
 			for k := 0; k < lrs.Len(); k++ {
 				lr := lrs.At(k)
-				records++
+				n.items++
 				rec := logRecord{lr: lr, res: res, name: eventName(lr)}
 				if d.cfg.EventTime {
 					advance(&d.eventNow, rec.time().UnixNano())
@@ -305,23 +306,17 @@ func (d *detector) consumeLogs(ctx context.Context, ld plog.Logs, x *extract.Ext
 					noSession++
 					continue
 				}
-				calls++
-				malformed += b2i(out.Malformed)
-				oversized += b2i(out.Oversized)
-				badEvidence += b2i(out.BadEvidence)
-				st.trans = d.eng.Observe(&st.call, d.now(), st.trans[:0])
+				d.observe(ctx, st, out, &n)
 				for t := range st.trans {
 					pending = append(pending, toEvent(&st.trans[t]))
-					d.record(ctx, &st.trans[t])
 				}
-				st.batch = append(st.batch, st.trans...)
 			}
 			for p := range pending {
 				appendTransition(lrs, &pending[p])
 			}
 		}
 	}
-	d.countBatch(ctx, batchCounts{items: records, calls: calls, malformed: malformed, oversized: oversized, badEvidence: badEvidence, foreign: foreign})
+	d.countBatch(ctx, n)
 	if noSession > 0 {
 		d.addDegraded(ctx, "no_session", noSession)
 		d.logger.Debug("Tool-call log records without a session key or trace context were skipped",
