@@ -110,7 +110,7 @@ func Config(overrides *confmap.Conf) (*loopdetect.Config, error) {
 		}
 	}
 	cfg.EventTime = true
-	if err := cfg.Validate(); err != nil {
+	if err := confmap.Validate(cfg); err != nil {
 		return nil, fmt.Errorf("loop_detect config: %w", err)
 	}
 	return cfg, nil

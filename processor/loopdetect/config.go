@@ -235,7 +235,9 @@ func (c *Config) keys() extract.Keys {
 	return k
 }
 
-// Validate checks the configuration; errors name the YAML key.
+// Validate checks the configuration; errors name the YAML key. The
+// attribute lists validate themselves (extract.Keys.Validate), reached by
+// confmap.Validate like every nested config.
 func (c *Config) Validate() error {
 	var errs []error
 	ec, err := c.engineConfig()
@@ -250,19 +252,6 @@ func (c *Config) Validate() error {
 	}
 	if c.Normalizer.MaxCanonicalBytes < 1 {
 		errs = append(errs, fmt.Errorf("normalizer.max_canonical_bytes must be ≥ 1, got %d", c.Normalizer.MaxCanonicalBytes))
-	}
-	if len(c.Attributes.ToolCall) == 0 && len(c.Attributes.ToolSpanNames) == 0 {
-		errs = append(errs, errors.New("attributes.tool_call and attributes.tool_span_names are both empty: no span would be a tool call"))
-	}
-	for i, m := range c.Attributes.ToolCall {
-		if m.Key == "" || m.Value == "" {
-			errs = append(errs, fmt.Errorf("attributes.tool_call[%d]: key and value are required", i))
-		}
-	}
-	for i, m := range c.Attributes.ToolSpanNames {
-		if m.Name == "" && m.Prefix == "" {
-			errs = append(errs, fmt.Errorf("attributes.tool_span_names[%d]: name or prefix is required", i))
-		}
 	}
 	return errors.Join(errs...)
 }

@@ -46,7 +46,7 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(metadata.Type, "bad_reason"), wantErr: `kill.reasons: unknown reason "bored"`},
 		{id: component.NewIDWithName(metadata.Type, "bad_window"), wantErr: "frequent_identical"},
 		{id: component.NewIDWithName(metadata.Type, "bad_tick"), wantErr: "tick_interval"},
-		{id: component.NewIDWithName(metadata.Type, "no_tool_match"), wantErr: "attributes.tool_call"},
+		{id: component.NewIDWithName(metadata.Type, "no_tool_match"), wantErr: "attributes: tool_call and tool_span_names are both empty"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id.String(), func(t *testing.T) {

@@ -1,6 +1,10 @@
 package extract
 
-import "strings"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // Match tests one span attribute: Key equals Value (case-insensitively)
 // when Value is set, else the string value starts with Prefix when Prefix is
@@ -208,4 +212,24 @@ func (k *Keys) declaresTool(key string, v Value) bool {
 		}
 	}
 	return false
+}
+
+// Validate reports key lists that cannot work; messages use the YAML names
+// of the lists.
+func (k Keys) Validate() error {
+	var errs []error
+	if len(k.ToolCall) == 0 && len(k.ToolSpanNames) == 0 {
+		errs = append(errs, errors.New("tool_call and tool_span_names are both empty: no span would be a tool call"))
+	}
+	for i, m := range k.ToolCall {
+		if m.Key == "" || m.Value == "" {
+			errs = append(errs, fmt.Errorf("tool_call[%d]: key and value are required", i))
+		}
+	}
+	for i, m := range k.ToolSpanNames {
+		if m.Name == "" && m.Prefix == "" {
+			errs = append(errs, fmt.Errorf("tool_span_names[%d]: name or prefix is required", i))
+		}
+	}
+	return errors.Join(errs...)
 }

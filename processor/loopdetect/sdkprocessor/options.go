@@ -62,18 +62,8 @@ func (o *options) validate() error {
 	if o.normalizer.MaxCanonicalBytes < 1 {
 		errs = append(errs, fmt.Errorf("normalizer max canonical bytes must be ≥ 1, got %d", o.normalizer.MaxCanonicalBytes))
 	}
-	if len(o.keys.ToolCall) == 0 && len(o.keys.ToolSpanNames) == 0 {
-		errs = append(errs, errors.New("keys: ToolCall and ToolSpanNames are both empty: no span would be a tool call"))
-	}
-	for i, m := range o.keys.ToolCall {
-		if m.Key == "" || m.Value == "" {
-			errs = append(errs, fmt.Errorf("keys: ToolCall[%d]: key and value are required", i))
-		}
-	}
-	for i, m := range o.keys.ToolSpanNames {
-		if m.Name == "" && m.Prefix == "" {
-			errs = append(errs, fmt.Errorf("keys: ToolSpanNames[%d]: name or prefix is required", i))
-		}
+	if err := o.keys.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("keys: %w", err))
 	}
 	return errors.Join(errs...)
 }
