@@ -152,3 +152,6 @@ demo: build-distribution binaries
 
 clean:
 	rm -rf $(TOOLS) bench.txt $(BENCH_DIR)
+
+# Feature fragments (make/README.md): each adds its own targets and `test:` prerequisites.
+include $(sort $(wildcard make/*.mk))
