@@ -353,6 +353,36 @@ func TestHealthyShapesAreNotKilled(t *testing.T) {
 				b.call(5*time.Second, "write_note", `{"c":2}`, ""),
 			}
 		}, true},
+		{"fix-and-test: a new edit before each run of the same failing test", func(b *callBuilder) []*ToolCall {
+			var cs []*ToolCall
+			for i := 0; i < 12; i++ {
+				at := time.Duration(2*i) * time.Second
+				cs = append(cs,
+					b.call(at, "edit", fmt.Sprintf(`{"p":"main.go","patch":"attempt %d"}`, i), `{"ok":true}`),
+					b.call(at+time.Second, "run_tests", `{"t":"./..."}`, `{"failed":1,"first":"TestX"}`))
+			}
+			return cs
+		}, false},
+		{"fix-and-test: each edit's result differs too", func(b *callBuilder) []*ToolCall {
+			var cs []*ToolCall
+			for i := 0; i < 12; i++ {
+				at := time.Duration(2*i) * time.Second
+				cs = append(cs,
+					b.call(at, "edit", fmt.Sprintf(`{"p":"main.go","patch":"attempt %d"}`, i), fmt.Sprintf(`{"lines_changed":%d}`, i+1)),
+					b.call(at+time.Second, "run_tests", `{"t":"./..."}`, `{"failed":1,"first":"TestX"}`))
+			}
+			return cs
+		}, false},
+		{"fix-and-test without results: the test repeats between new edits", func(b *callBuilder) []*ToolCall {
+			var cs []*ToolCall
+			for i := 0; i < 12; i++ {
+				at := time.Duration(2*i) * time.Second
+				cs = append(cs,
+					b.call(at, "edit", fmt.Sprintf(`{"p":"main.go","patch":"attempt %d"}`, i), ""),
+					b.call(at+time.Second, "run_tests", `{"t":"./..."}`, ""))
+			}
+			return cs
+		}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -386,6 +416,13 @@ func TestLoopsAreNotHidden(t *testing.T) {
 				c := b.call(time.Duration(1<<i)*time.Second, "fetch", `{"u":1}`, "")
 				c.Failed, c.ErrorClass, c.Attempt = true, "rate_limit", 1
 				cs = append(cs, c)
+			}
+			return cs
+		}},
+		{"the same call returning two results in turn is still a loop", func(b *callBuilder) []*ToolCall {
+			var cs []*ToolCall
+			for i := 0; i < 10; i++ {
+				cs = append(cs, b.call(time.Duration(i)*time.Second, "bash", `{"c":"gh issue list"}`, fmt.Sprintf("12\n%d", i%2)))
 			}
 			return cs
 		}},

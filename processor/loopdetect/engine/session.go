@@ -35,6 +35,10 @@ const (
 	// same signature, i.e. this call shows progress.
 	fChanged
 	fpSrcShift = 5
+	// fNovel: when it arrived, the call was a new action (its signature's
+	// first call in the history) or brought a new result (a fingerprint no
+	// earlier call with its signature had).
+	fNovel uint8 = 1 << 7
 )
 
 func (r *record) has(f uint8) bool { return r.flags&f != 0 }
@@ -252,17 +256,24 @@ func (s *session) insert(r record, capacity int) bool {
 
 func (s *session) markChanged(i int) {
 	r := &s.hist[i]
-	r.flags &^= fChanged
-	if !r.hasFP() {
-		return
-	}
+	r.flags &^= fChanged | fNovel
+	seen, sameResult := false, false
 	for j := i - 1; j >= 0; j-- {
-		if s.hist[j].sig == r.sig {
-			if s.hist[j].hasFP() && s.hist[j].fp != r.fp {
-				r.flags |= fChanged
-			}
-			return
+		p := &s.hist[j]
+		if p.sig != r.sig {
+			continue
 		}
+		if !seen && r.hasFP() && p.hasFP() && p.fp != r.fp {
+			r.flags |= fChanged
+		}
+		seen = true
+		if !r.hasFP() || (p.hasFP() && p.fp == r.fp) {
+			sameResult = true
+			break
+		}
+	}
+	if !seen || !sameResult {
+		r.flags |= fNovel
 	}
 }
 
@@ -367,43 +378,46 @@ func (e *Engine) periodic(h []record) (shape, bool) {
 	return shape{}, false
 }
 
-// frequent finds the most repeated signature among the last window calls.
+// frequent finds the signature repeated most among the last window calls,
+// counting its occurrences only while the calls between them bring nothing
+// new. A fix-and-test cycle (a new edit, then the same failing test) is
+// progress however often the test repeats; the same call back to back, or
+// an A-B-A-B cycle with unchanged results, is not. Ties go to the run that
+// started first.
 func (e *Engine) frequent(h []record, lowConf bool, window int) (count, first int) {
 	n := len(h)
 	lo := max(0, n-window)
-	for i := lo; i < n; i++ {
+	for i := n - 1; i >= lo; i-- {
 		if h[i].has(fLowConf) != lowConf {
 			continue
 		}
-		c := 1
-		for j := i + 1; j < n; j++ {
-			if h[j].sig == h[i].sig {
-				c++
-			}
-		}
-		if c > count {
-			count, first = c, i
+		if c, f := stallRun(h, i, lo); c > count || (c == count && f < first) {
+			count, first = c, f
 		}
 	}
 	return count, first
 }
 
-// progressBetween reports a changed fingerprint among calls first+1..last
-// with first's signature anywhere in between.
-func progressBetween(h []record, first int) bool {
-	sig := h[first].sig
-	last := first
-	for i := first + 1; i < len(h); i++ {
-		if h[i].sig == sig {
-			last = i
+// stallRun counts the occurrences of h[last].sig from last back to lo. A
+// novel call between two occurrences ends the run; a novel occurrence
+// starts it.
+func stallRun(h []record, last, lo int) (count, first int) {
+	sig := h[last].sig
+	broken := false
+	for k := last; k >= lo; k-- {
+		if h[k].sig != sig {
+			broken = broken || h[k].has(fNovel)
+			continue
+		}
+		if broken {
+			break
+		}
+		count, first = count+1, k
+		if h[k].has(fNovel) {
+			break
 		}
 	}
-	for i := first + 1; i <= last; i++ {
-		if h[i].has(fChanged) {
-			return true
-		}
-	}
-	return false
+	return count, first
 }
 
 type retryOutcome uint8
@@ -476,7 +490,6 @@ func (e *Engine) decide(s *session, now int64) verdict {
 		count, first = e.frequent(h, false, e.cfg.FrequentWindow)
 	}
 	frequent := count >= e.cfg.FrequentThreshold && e.cfg.FrequentThreshold > 0
-	frequentProgress := frequent && progressBetween(h, first)
 	// Seed 004's incident: the same read, in a row, returning the same
 	// terminal result. Anything in between, or a changed result, is not it.
 	terminalAt := -1
@@ -493,7 +506,7 @@ func (e *Engine) decide(s *session, now int64) verdict {
 	// A repetition without progress is what a lease or a retry policy may
 	// explain; a repetition whose fingerprint moves needs no explaining.
 	periodicStall := periodic && (sh.fpRun >= sh.period*e.cfg.MinRepetitions || sh.missing || sh.lowConf)
-	repetition := periodicStall || (frequent && !frequentProgress) || terminalAt >= 0
+	repetition := periodicStall || frequent || terminalAt >= 0
 
 	// 1. waiting: a valid lease covers the repetition.
 	if repetition && s.leaseValid(now) {
@@ -509,7 +522,7 @@ func (e *Engine) decide(s *session, now int64) verdict {
 	switch {
 	case terminalAt >= 0:
 		stuck.reason, stuck.period, stuck.reps, stuck.loopStart = ReasonTerminalReread, 1, n-terminalAt, terminalAt
-	case frequent && !frequentProgress:
+	case frequent:
 		stuck.reason, stuck.count, stuck.loopStart, stuck.window = ReasonFrequentIdentical, count, first, min(n, e.cfg.FrequentWindow)
 		stuck.period, stuck.reps = 1, count
 		if periodic && sh.fpRun >= sh.period*e.cfg.MinRepetitions && !sh.lowConf {
@@ -523,7 +536,7 @@ func (e *Engine) decide(s *session, now int64) verdict {
 		}
 	}
 	if e.cfg.NameOnlyThreshold > 0 && stuck.reason == ReasonNone {
-		if c, f := e.frequent(h, true, len(h)); c >= e.cfg.NameOnlyThreshold && !progressBetween(h, f) {
+		if c, f := e.frequent(h, true, len(h)); c >= e.cfg.NameOnlyThreshold {
 			stuck.reason, stuck.count, stuck.loopStart, stuck.period, stuck.reps, stuck.lowConf = ReasonFrequentIdentical, c, f, 1, c, true
 			first = f
 		}
