@@ -1,0 +1,166 @@
+package engine
+
+import "strings"
+
+// rule is one verdict rule: it reads a session's history through a window
+// and, when it applies, returns its verdict. It explains its own verdicts,
+// so a rule and its wording live in one file (docs/design.md lists them).
+type rule interface {
+	// evaluate returns the rule's verdict and true when the rule applies.
+	evaluate(w *window) (verdict, bool)
+	// explain writes the human explanation of a verdict the rule returned.
+	explain(b *strings.Builder, w *window, v verdict)
+}
+
+// verdictOrder is the only place that says which rule wins: the first rule
+// that applies decides the session's state. Explanations (a wait, a retry
+// policy) are checked before a repetition is read as a loop, and a loop
+// before the doubts about its evidence; working is what is left.
+var verdictOrder = [...]rule{
+	backstopRule{},          // stuck: the session outlived the backstop
+	leaseRule{},             // waiting: a valid lease covers a repetition
+	retryPolicyRule{},       // retrying: retryable failures inside the policy
+	failedRepetitionRule{},  // stuck: a repetition of failures the policy does not explain
+	terminalRereadRule{},    // stuck: a terminal result read again
+	frequentIdenticalRule{}, // stuck: ≥ N identical calls of the last M, nothing new between
+	periodicLoopRule{},      // stuck: a cycle repeated with an unchanged fingerprint
+	nameOnlyThresholdRule{}, // stuck (low confidence): repeated name-only calls, when configured
+	unsafeEvidenceRule{},    // uncertain: loop-shaped, but the evidence cannot support a verdict
+	workingRule{},           // working: everything else
+}
+
+// stallRules are the stuck rules that read a repetition as a loop, in
+// verdict order; failedRepetitionRule refines whichever applies first.
+var stallRules = [...]rule{terminalRereadRule{}, frequentIdenticalRule{}, periodicLoopRule{}, nameOnlyThresholdRule{}}
+
+// verdict is one evaluation's outcome before recovery, hysteresis and the
+// kill policy.
+type verdict struct {
+	by        rule
+	state     State
+	reason    Reason
+	period    int
+	reps      int
+	window    int
+	loopStart int // position in hist of the loop's first call, -1 for none
+	count     int
+	attempt   int
+	maxTry    int
+	lowConf   bool
+	cycleKey  uint64
+}
+
+// window is what a rule reads: the session, its history, the time and the
+// engine's settings. The shared analyses (periodicity, the frequent run,
+// the terminal re-read, the retry run) are computed once, on first use.
+type window struct {
+	e   *Engine
+	sh  *shard
+	s   *session
+	h   []record
+	now int64
+
+	done                             uint8
+	shape                            shape
+	isPeriodic                       bool
+	freqCount, freqFirst, terminalAt int
+	retry                            retryRun
+}
+
+const (
+	doneShape uint8 = 1 << iota
+	doneFrequent
+	doneTerminal
+	doneRetry
+)
+
+func (e *Engine) newWindow(sh *shard, s *session, now int64) window {
+	return window{e: e, sh: sh, s: s, h: s.hist, now: now}
+}
+
+// periodic is the periodicity of the newest calls.
+func (w *window) periodic() (shape, bool) {
+	if w.done&doneShape == 0 {
+		w.done |= doneShape
+		w.shape, w.isPeriodic = w.e.periodic(w.h)
+	}
+	return w.shape, w.isPeriodic
+}
+
+// frequent is the longest run of one signature among the last
+// FrequentWindow calls with nothing new between (0 when the rule is off).
+func (w *window) frequent() (count, first int) {
+	if w.done&doneFrequent == 0 {
+		w.done |= doneFrequent
+		if w.e.cfg.FrequentThreshold > 0 {
+			w.freqCount, w.freqFirst = w.e.frequent(w.h, false, w.e.cfg.FrequentWindow)
+		}
+	}
+	return w.freqCount, w.freqFirst
+}
+
+// frequentStall reports the frequent-identical rule's condition.
+func (w *window) frequentStall() bool {
+	c, _ := w.frequent()
+	return w.e.cfg.FrequentThreshold > 0 && c >= w.e.cfg.FrequentThreshold
+}
+
+// periodicStall reports a periodic repetition without progress (or with
+// evidence too weak to show progress).
+func (w *window) periodicStall() bool {
+	sh, ok := w.periodic()
+	return ok && (sh.fpRun >= sh.period*w.e.cfg.MinRepetitions || sh.missing || sh.lowConf)
+}
+
+// repetition is a repetition without progress: what a lease or a retry
+// policy may explain. A repetition whose fingerprint moves needs no
+// explaining.
+func (w *window) repetition() bool {
+	return w.periodicStall() || w.frequentStall() || w.terminal() >= 0
+}
+
+// retryRun is the run of identical failing calls that ends the history.
+func (w *window) retryRun() retryRun {
+	if w.done&doneRetry == 0 {
+		w.done |= doneRetry
+		w.retry = w.e.retry(w.s)
+	}
+	return w.retry
+}
+
+// toolName names the newest call's tool.
+func (w *window) toolName() string {
+	if n := len(w.h); n > 0 {
+		return w.sh.names.name(w.h[n-1].tool)
+	}
+	return ""
+}
+
+// cycle names the tools of the newest period calls, in order.
+func (w *window) cycle(period int) string {
+	names := make([]string, 0, period)
+	for i := max(0, len(w.h)-period); i < len(w.h); i++ {
+		names = append(names, w.sh.names.name(w.h[i].tool))
+	}
+	return strings.Join(names, " → ")
+}
+
+// decide returns the verdict of the first rule in verdictOrder that applies.
+func (e *Engine) decide(w *window) verdict {
+	for _, r := range verdictOrder {
+		if v, ok := r.evaluate(w); ok {
+			v.by = r
+			return v
+		}
+	}
+	// Not reached: workingRule always applies.
+	return verdict{by: workingRule{}, state: StateWorking, reason: ReasonNoLoop, loopStart: -1, window: len(w.h)}
+}
+
+func cycleKey(h []record, period int) uint64 {
+	var k uint64 = uint64(period)
+	for i := max(0, len(h)-period); i < len(h); i++ {
+		k = mix(k ^ uint64(h[i].sig) ^ mix(uint64(h[i].fp)))
+	}
+	return k
+}

@@ -1,0 +1,29 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// leaseRule: a repetition covered by a valid wait lease (an owner and a
+// deadline still ahead) is waiting, not a loop. Free text is not a lease:
+// without both the agent could hide any loop behind "waiting". Renewals
+// and owner changes are bounded when the lease is noted (session.noteLease).
+type leaseRule struct{}
+
+func (leaseRule) evaluate(w *window) (verdict, bool) {
+	if !w.repetition() || !w.s.leaseValid(w.now) {
+		return verdict{}, false
+	}
+	sh, _ := w.periodic()
+	return verdict{state: StateWaiting, reason: ReasonLease, loopStart: -1, window: len(w.h), period: sh.period, reps: sh.sigRun / max(sh.period, 1)}, true
+}
+
+func (leaseRule) explain(b *strings.Builder, w *window, _ verdict) {
+	ls := &w.s.x.lease
+	fmt.Fprintf(b, "waiting: lease held by %q until %s", ls.owner, time.Unix(0, ls.deadline).UTC().Format(time.RFC3339))
+	if ls.reason != "" {
+		fmt.Fprintf(b, " (%s)", ls.reason)
+	}
+}

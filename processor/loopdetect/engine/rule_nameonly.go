@@ -1,0 +1,30 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+)
+
+// nameOnlyThresholdRule: when NameOnlyThreshold is set, that many calls of
+// one tool without recorded arguments (nothing new between them) are stuck
+// with low confidence. Off by default: five web_search calls may be five
+// different queries, so name-only evidence stays uncertain and never kills
+// unless kill.allow_low_confidence says so.
+type nameOnlyThresholdRule struct{}
+
+func (nameOnlyThresholdRule) evaluate(w *window) (verdict, bool) {
+	threshold := w.e.cfg.NameOnlyThreshold
+	if threshold <= 0 {
+		return verdict{}, false
+	}
+	c, f := w.e.frequent(w.h, true, len(w.h))
+	if c < threshold {
+		return verdict{}, false
+	}
+	return verdict{state: StateStuck, reason: ReasonFrequentIdentical, count: c, loopStart: f, period: 1, reps: c, window: len(w.h), lowConf: true,
+		cycleKey: mix(uint64(w.h[f].sig) ^ mix(uint64(w.h[f].fp)))}, true
+}
+
+func (nameOnlyThresholdRule) explain(b *strings.Builder, _ *window, v verdict) {
+	fmt.Fprintf(b, "loop detected: same tool name x%d without arguments (name-only threshold)", v.count)
+}

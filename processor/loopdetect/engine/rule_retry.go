@@ -1,0 +1,133 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// retryOutcome judges a run of identical failing calls against the retry
+// policy (the span's declared policy, else the configured one).
+type retryOutcome uint8
+
+const (
+	retryNone retryOutcome = iota
+	retryOK
+	retryNonRetryable
+	retryCollapsed
+	retryExhausted
+)
+
+// retryRun is the run of identical failing calls that ends the history.
+type retryRun struct {
+	outcome         retryOutcome
+	run             int
+	attempt, budget int
+}
+
+// retry judges the run of identical failing calls that ends the history,
+// like a workflow retrier: a matched error class, the attempt number and
+// the real gaps between attempts.
+func (e *Engine) retry(s *session) retryRun {
+	h := s.hist
+	n := len(h)
+	if n == 0 || !h[n-1].has(fFailed) {
+		return retryRun{}
+	}
+	last := &h[n-1]
+	r := 1
+	for i := n - 2; i >= 0 && h[i].sig == last.sig && h[i].has(fFailed); i-- {
+		r++
+	}
+	if r < 2 {
+		return retryRun{}
+	}
+	pol := e.cfg.RetryPolicy
+	if s.x != nil && s.x.policy.MaxAttempts > 0 {
+		pol = s.x.policy
+	}
+	// The attribute may only add attempts: an agent reporting attempt 1
+	// forever must not stretch the budget.
+	attemptOf := func(pos, nth int) int {
+		return max(int(h[pos].attempt), nth)
+	}
+	run := retryRun{run: r, attempt: attemptOf(n-1, r), budget: pol.MaxAttempts}
+	switch {
+	case !last.has(fRetryable):
+		run.outcome = retryNonRetryable
+		return run
+	case run.attempt > pol.MaxAttempts:
+		run.outcome = retryExhausted
+		return run
+	}
+	for k := 1; k < r; k++ {
+		pos := n - r + k
+		a := attemptOf(pos, k+1)
+		want := float64(pol.InitialInterval) * math.Pow(pol.BackoffRate, float64(max(a-2, 0)))
+		gap := float64(h[pos].start - h[pos-1].start)
+		if gap < want*(1-e.cfg.BackoffTolerance) {
+			run.outcome = retryCollapsed
+			return run
+		}
+	}
+	run.outcome = retryOK
+	return run
+}
+
+// retryPolicyRule: identical calls failing with a retryable error class,
+// within the attempt budget and keeping the backoff, are retrying (the
+// provider-rate-limit case: three calls, 2 s then 4 s apart).
+type retryPolicyRule struct{}
+
+func (retryPolicyRule) evaluate(w *window) (verdict, bool) {
+	rr := w.retryRun()
+	if rr.outcome != retryOK {
+		return verdict{}, false
+	}
+	n := len(w.h)
+	return verdict{state: StateRetrying, reason: ReasonRetryPolicy, period: 1, reps: rr.run, loopStart: n - rr.run, window: n, attempt: rr.attempt, maxTry: rr.budget}, true
+}
+
+func (retryPolicyRule) explain(b *strings.Builder, w *window, v verdict) {
+	fmt.Fprintf(b, "retrying: %s attempt %d of %d after %q, backoff kept", w.toolName(), v.attempt, v.maxTry, w.s.errClass())
+}
+
+// failedRepetitionRule: a loop (any stall rule) made of failing calls the
+// retry policy does not explain is stuck with the failure's reason: a
+// non-retryable error, retries faster than the backoff, or more attempts
+// than the budget. The loop's shape (period, start) is the stall rule's.
+type failedRepetitionRule struct{}
+
+func (failedRepetitionRule) evaluate(w *window) (verdict, bool) {
+	rr := w.retryRun()
+	var reason Reason
+	switch rr.outcome {
+	case retryNonRetryable:
+		reason = ReasonNonRetryableError
+	case retryCollapsed:
+		reason = ReasonBackoffCollapsed
+	case retryExhausted:
+		reason = ReasonRetryExhausted
+	default:
+		return verdict{}, false
+	}
+	for _, r := range stallRules {
+		if v, ok := r.evaluate(w); ok {
+			v.reason, v.count, v.attempt, v.maxTry = reason, rr.run, rr.attempt, rr.budget
+			v.cycleKey = cycleKey(w.h, v.period)
+			return v, true
+		}
+	}
+	return verdict{}, false
+}
+
+func (failedRepetitionRule) explain(b *strings.Builder, w *window, v verdict) {
+	switch v.reason {
+	case ReasonNonRetryableError:
+		fmt.Fprintf(b, "loop detected: %s failed x%d with non-retryable error %q", w.toolName(), v.count, w.s.errClass())
+	case ReasonBackoffCollapsed:
+		fmt.Fprintf(b, "loop detected: %s retried x%d faster than the backoff policy after %q", w.toolName(), v.count, w.s.errClass())
+	default:
+		fmt.Fprintf(b, "loop detected: %s failed %d attempts, over the retry budget of %d", w.toolName(), v.attempt, v.maxTry)
+	}
+}

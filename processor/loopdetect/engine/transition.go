@@ -1,0 +1,124 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// evaluate decides the session's verdict, applies recovery, hysteresis and
+// the kill policy, and appends a transition when the state changes or a
+// kill is decided — never one per repetition.
+func (e *Engine) evaluate(sh *shard, s *session, now int64, trig Trigger, span [8]byte, out []Transition) []Transition {
+	w := e.newWindow(sh, s, now)
+	v := e.decide(&w)
+	n := len(s.hist)
+	v, kept := keepStuck(s, v, trig)
+	if e.holdForHysteresis(s, v) {
+		return out
+	}
+	from := s.state
+	if v.state == StateStuck && from != StateStuck {
+		s.startLoop(v, n)
+	}
+	var loop *loopState
+	if v.state == StateStuck {
+		loop = &s.x.loop
+		if v.reason == ReasonBackstop {
+			loop.backstop = true
+		}
+	}
+	kill := e.decideKill(s, v, loop, kept)
+	if v.state == from && !kill {
+		if v.state != StateStuck {
+			s.reason = v.reason
+		}
+		return out
+	}
+	if from == StateStuck && v.state != StateStuck {
+		s.x.loop = loopState{}
+	}
+	s.state = v.state
+	s.reason = v.reason
+	s.seq++
+	t := Transition{
+		ID:            eventID(s.keyHash, s.seq),
+		Seq:           s.seq,
+		Session:       s.key,
+		SessionSource: s.source,
+		TraceID:       s.traceID,
+		ParentSpanID:  s.lastParent,
+		From:          from,
+		To:            v.state,
+		Reason:        v.reason,
+		Trigger:       trig,
+		Period:        v.period,
+		Repetitions:   v.reps,
+		Window:        v.window,
+		CallIndex:     s.total,
+		TriggerSpanID: span,
+		LowConfidence: v.lowConf,
+		Kill:          kill && !e.cfg.Kill.DryRun,
+		DryRun:        kill && e.cfg.Kill.DryRun,
+		DecidedAt:     time.Unix(0, now).UTC(),
+		Agent:         s.agent,
+		Client:        s.client,
+		Target:        s.target,
+	}
+	if trig == TriggerCall {
+		for i := n - 1; i >= 0; i-- {
+			if s.hist[i].spanID == span {
+				t.CallIndex = s.total - int64(n-1-i)
+				break
+			}
+		}
+	}
+	e.describeEvidence(sh, s, v, &t)
+	if loop != nil {
+		t.FirstLoopSpanID = loop.firstSpan
+		t.DelayCalls = t.CallIndex - loop.startIndex + 1
+		if loop.startTime > 0 {
+			end := now
+			if trig == TriggerCall && n > 0 {
+				end = s.hist[n-1].start
+			}
+			t.DelaySeconds = float64(end-loop.startTime) / 1e9
+		}
+		if v.period == 0 {
+			t.Period = loop.period
+		}
+	}
+	t.Explanation = explain(&w, v, from, trig)
+	return append(out, t)
+}
+
+func (e *Engine) describeEvidence(sh *shard, s *session, v verdict, t *Transition) {
+	n := len(s.hist)
+	if n == 0 {
+		return
+	}
+	p := max(v.period, 1)
+	for i := max(0, n-p); i < n; i++ {
+		r := &s.hist[i]
+		t.CycleTools = append(t.CycleTools, sh.names.name(r.tool))
+		t.Signatures = append(t.Signatures, e.keyer.Keyed("sig", r.sig))
+	}
+	last := &s.hist[n-1]
+	t.FingerprintSource = last.fpSource()
+	if last.hasFP() {
+		t.Fingerprint = e.keyer.Keyed("fp", last.fp)
+	}
+}
+
+// explain is the rule's own explanation, prefixed by the expired lease a
+// timer transition out of waiting follows.
+func explain(w *window, v verdict, from State, trig Trigger) string {
+	var b strings.Builder
+	if from == StateWaiting && trig == TriggerTick {
+		fmt.Fprintf(&b, "wait lease of %q expired; ", w.s.x.lease.owner)
+	}
+	if v.by != nil {
+		v.by.explain(&b, w, v)
+	}
+	return b.String()
+}
