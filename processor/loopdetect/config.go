@@ -39,6 +39,15 @@ type Config struct {
 	NameOnlyThreshold int `mapstructure:"name_only_threshold"`
 	// TerminalReread enables seed 004's terminal re-read rule. Default true.
 	TerminalReread bool `mapstructure:"terminal_reread"`
+	// LongCycle is the rule for cycles longer than max_period (up to 24
+	// calls) that bring nothing new.
+	LongCycle LongCycleConfig `mapstructure:"long_cycle"`
+	// CycleWithoutResults is the rule for short cycles repeated many times
+	// by calls that record arguments but no results.
+	CycleWithoutResults ResultlessCycleConfig `mapstructure:"cycle_without_results"`
+	// FailureStreak is the rule for one tool failing the same way again and
+	// again, whatever its arguments.
+	FailureStreak FailureStreakConfig `mapstructure:"failure_streak"`
 	// Backstop marks a session stuck after this long (0 disables). Default 2h.
 	Backstop time.Duration `mapstructure:"backstop"`
 	// Hysteresis is how many consecutive evaluations must agree before a
@@ -86,6 +95,36 @@ type NormalizerConfig struct {
 	TerminalValues []string `mapstructure:"terminal_values"`
 	// MaxCanonicalBytes caps the size canonicalized as JSON. Default 65536.
 	MaxCanonicalBytes int `mapstructure:"max_canonical_bytes"`
+	// UnknownToolMarkers recognise, in a failed call's error class or text,
+	// a call of a tool that does not exist. Default: the frameworks'
+	// messages ("is not a valid tool", NoSuchToolError, "unknown tool", …).
+	UnknownToolMarkers []string `mapstructure:"unknown_tool_markers"`
+}
+
+// LongCycleConfig is the long-cycle rule.
+type LongCycleConfig struct {
+	// MinCalls is the shortest run of calls, each repeating an earlier
+	// (action, result) pair and together covering a whole cycle, that is
+	// stuck; 0 disables. Default 4.
+	MinCalls int `mapstructure:"min_calls"`
+}
+
+// ResultlessCycleConfig is the cycle-without-results rule.
+type ResultlessCycleConfig struct {
+	// MaxPeriod is the longest cycle looked for (1..5). Default 5.
+	MaxPeriod int `mapstructure:"max_period"`
+	// Repetitions is how often the cycle must repeat; 0 disables. Default 5.
+	Repetitions int `mapstructure:"repetitions"`
+}
+
+// FailureStreakConfig is the failure-streak rule.
+type FailureStreakConfig struct {
+	// Threshold is how many non-retryable failures of one tool with one
+	// error class in a row are stuck; 0 disables. Default 6.
+	Threshold int `mapstructure:"threshold"`
+	// UnknownToolThreshold is the same for calls of a tool that does not
+	// exist; 0 disables. Default 3.
+	UnknownToolThreshold int `mapstructure:"unknown_tool_threshold"`
 }
 
 // FrequentConfig is the frequent-identical-call rule.
@@ -149,6 +188,7 @@ func createDefaultConfig() *Config {
 			TerminalKeys:       nc.TerminalKeys,
 			TerminalValues:     nc.TerminalValues,
 			MaxCanonicalBytes:  nc.MaxCanonicalBytes,
+			UnknownToolMarkers: nc.UnknownToolMarkers,
 		},
 		MaxSessions:       ec.MaxSessions,
 		IdleTimeout:       ec.IdleTimeout,
@@ -157,8 +197,14 @@ func createDefaultConfig() *Config {
 		MinRepetitions:    ec.MinRepetitions,
 		FrequentIdentical: FrequentConfig{Window: ec.FrequentWindow, Threshold: ec.FrequentThreshold},
 		TerminalReread:    ec.TerminalReread,
-		Backstop:          ec.Backstop,
-		Hysteresis:        ec.Hysteresis,
+		LongCycle:         LongCycleConfig{MinCalls: ec.LongCycleMinCalls},
+		CycleWithoutResults: ResultlessCycleConfig{
+			MaxPeriod:   ec.ResultlessCycleMaxPeriod,
+			Repetitions: ec.ResultlessCycleRepetitions,
+		},
+		FailureStreak: FailureStreakConfig{Threshold: ec.FailureStreak, UnknownToolThreshold: ec.UnknownToolStreak},
+		Backstop:      ec.Backstop,
+		Hysteresis:    ec.Hysteresis,
 		Retry: RetryConfig{
 			RetryableClasses: ec.RetryableClasses,
 			InitialInterval:  ec.RetryPolicy.InitialInterval,
@@ -179,18 +225,23 @@ func createDefaultConfig() *Config {
 // engineConfig maps the YAML config onto the engine's.
 func (c *Config) engineConfig() (engine.Config, error) {
 	ec := engine.Config{
-		MaxSessions:       c.MaxSessions,
-		IdleTimeout:       c.IdleTimeout,
-		HistorySize:       c.HistorySize,
-		MaxPeriod:         c.MaxPeriod,
-		MinRepetitions:    c.MinRepetitions,
-		FrequentWindow:    c.FrequentIdentical.Window,
-		FrequentThreshold: c.FrequentIdentical.Threshold,
-		NameOnlyThreshold: c.NameOnlyThreshold,
-		TerminalReread:    c.TerminalReread,
-		Backstop:          c.Backstop,
-		Hysteresis:        c.Hysteresis,
-		RetryableClasses:  c.Retry.RetryableClasses,
+		MaxSessions:                c.MaxSessions,
+		IdleTimeout:                c.IdleTimeout,
+		HistorySize:                c.HistorySize,
+		MaxPeriod:                  c.MaxPeriod,
+		MinRepetitions:             c.MinRepetitions,
+		FrequentWindow:             c.FrequentIdentical.Window,
+		FrequentThreshold:          c.FrequentIdentical.Threshold,
+		NameOnlyThreshold:          c.NameOnlyThreshold,
+		TerminalReread:             c.TerminalReread,
+		LongCycleMinCalls:          c.LongCycle.MinCalls,
+		ResultlessCycleMaxPeriod:   c.CycleWithoutResults.MaxPeriod,
+		ResultlessCycleRepetitions: c.CycleWithoutResults.Repetitions,
+		FailureStreak:              c.FailureStreak.Threshold,
+		UnknownToolStreak:          c.FailureStreak.UnknownToolThreshold,
+		Backstop:                   c.Backstop,
+		Hysteresis:                 c.Hysteresis,
+		RetryableClasses:           c.Retry.RetryableClasses,
 		RetryPolicy: engine.RetryPolicy{
 			InitialInterval: c.Retry.InitialInterval,
 			BackoffRate:     c.Retry.BackoffRate,
@@ -226,6 +277,7 @@ func (c *Config) normalizerConfig() engine.NormalizerConfig {
 		TerminalKeys:       c.Normalizer.TerminalKeys,
 		TerminalValues:     c.Normalizer.TerminalValues,
 		MaxCanonicalBytes:  c.Normalizer.MaxCanonicalBytes,
+		UnknownToolMarkers: c.Normalizer.UnknownToolMarkers,
 	}
 }
 

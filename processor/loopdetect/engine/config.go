@@ -29,6 +29,23 @@ type Config struct {
 	// (The other seed-004 rule, an identical result twice in a row, is the
 	// period-1 case of the periodic rule, reported as unchanged_result.)
 	TerminalReread bool
+	// LongCycleMinCalls: a run of at least this many calls, each repeating
+	// an (action, result) pair of the session's recent past and together
+	// covering a whole cycle, is stuck as long_cycle (0: off).
+	LongCycleMinCalls int
+	// ResultlessCycleMaxPeriod and ResultlessCycleRepetitions: a cycle of
+	// period up to the first, repeated the second times by calls with
+	// arguments but no results, is stuck as cycle_without_results
+	// (repetitions 0: off).
+	ResultlessCycleMaxPeriod   int
+	ResultlessCycleRepetitions int
+	// FailureStreak: this many non-retryable failures in a row of one tool
+	// with one error class, whatever the arguments and with no successful
+	// new call between, is stuck as failure_streak (0: off).
+	FailureStreak int
+	// UnknownToolStreak is the same for calls of a tool that does not
+	// exist, reported as unknown_tool (0: off).
+	UnknownToolStreak int
 	// Backstop marks a session stuck when it has been active this long (0: off).
 	Backstop time.Duration
 	// Hysteresis is how many consecutive evaluations must show the same
@@ -80,12 +97,19 @@ func DefaultConfig() Config {
 		FrequentWindow:    10,
 		FrequentThreshold: 5,
 		TerminalReread:    true,
-		Backstop:          2 * time.Hour,
-		Hysteresis:        1,
-		RetryableClasses:  append([]string(nil), DefaultRetryableClasses...),
-		RetryPolicy:       RetryPolicy{InitialInterval: 2 * time.Second, BackoffRate: 2, MaxAttempts: 5},
-		BackoffTolerance:  0.2,
-		MaxLeaseRenewals:  3,
+		// Periods 4..24: the periodic rule covers 1..3 earlier.
+		LongCycleMinCalls: 4,
+		// Gemini CLI stops a cycle of up to 5 calls repeated 5 times.
+		ResultlessCycleMaxPeriod:   5,
+		ResultlessCycleRepetitions: 5,
+		FailureStreak:              6,
+		UnknownToolStreak:          3,
+		Backstop:                   2 * time.Hour,
+		Hysteresis:                 1,
+		RetryableClasses:           append([]string(nil), DefaultRetryableClasses...),
+		RetryPolicy:                RetryPolicy{InitialInterval: 2 * time.Second, BackoffRate: 2, MaxAttempts: 5},
+		BackoffTolerance:           0.2,
+		MaxLeaseRenewals:           3,
 		Kill: KillPolicy{
 			Enabled:        true,
 			Reasons:        []Reason{ReasonFrequentIdentical, ReasonBackstop},
@@ -117,6 +141,15 @@ func (c *Config) Validate() error {
 	}
 	if c.NameOnlyThreshold < 0 || c.NameOnlyThreshold > c.HistorySize {
 		errs = append(errs, fmt.Errorf("name_only_threshold must be in 0..history_size (%d), got %d", c.HistorySize, c.NameOnlyThreshold))
+	}
+	if c.LongCycleMinCalls < 0 || c.LongCycleMinCalls > recentCalls {
+		errs = append(errs, fmt.Errorf("long_cycle.min_calls must be in 0..%d, got %d", recentCalls, c.LongCycleMinCalls))
+	}
+	if c.ResultlessCycleRepetitions != 0 && (c.ResultlessCycleRepetitions < 2 || c.ResultlessCycleMaxPeriod < 1 || c.ResultlessCycleMaxPeriod > maxResultlessPeriod) {
+		errs = append(errs, fmt.Errorf("cycle_without_results: repetitions (%d) must be 0 or ≥ 2 and max_period (%d) in 1..%d", c.ResultlessCycleRepetitions, c.ResultlessCycleMaxPeriod, maxResultlessPeriod))
+	}
+	if c.FailureStreak < 0 || c.UnknownToolStreak < 0 {
+		errs = append(errs, fmt.Errorf("failure_streak: threshold (%d) and unknown_tool_threshold (%d) must not be negative", c.FailureStreak, c.UnknownToolStreak))
 	}
 	if c.Backstop < 0 || c.IdleTimeout < 0 {
 		errs = append(errs, errors.New("backstop and idle_timeout must not be negative"))

@@ -24,6 +24,9 @@ var verdictOrder = [...]rule{
 	terminalRereadRule{},    // stuck: a terminal result read again
 	frequentIdenticalRule{}, // stuck: ≥ N identical calls of the last M, nothing new between
 	periodicLoopRule{},      // stuck: a cycle repeated with an unchanged fingerprint
+	longCycleRule{},         // stuck: a longer cycle that brings nothing new
+	resultlessCycleRule{},   // stuck: a short cycle repeated many times without results
+	failureStreakRule{},     // stuck: one tool failing the same way, whatever its arguments
 	nameOnlyThresholdRule{}, // stuck (low confidence): repeated name-only calls, when configured
 	unsafeEvidenceRule{},    // uncertain: loop-shaped, but the evidence cannot support a verdict
 	workingRule{},           // working: everything else

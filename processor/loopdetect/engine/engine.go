@@ -143,10 +143,11 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 		if e.isRetryable(class) {
 			rec.flags |= fRetryable
 		}
-		// A failure's evidence is its class: error texts carry request ids
-		// and times that would otherwise read as progress.
-		if c.FingerprintSource != FingerprintAttribute {
-			rec.fp = Digest(mix(xxhash.Sum64String(class) ^ tagFailure))
+		// A failure's evidence is its class, plus the error text when the
+		// caller normalized it (Normalizer.Failure): raw error texts carry
+		// request ids and times that would otherwise read as progress.
+		if c.FingerprintSource != FingerprintAttribute && c.FingerprintSource != FingerprintError {
+			rec.fp = failureDigest(class, 0)
 			rec.setFPSource(FingerprintError)
 		}
 		cloneIfChanged(&s.extras().errClass, class)
@@ -162,8 +163,18 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 		e.stats.Duplicates.Add(1)
 		return e.evaluate(sh, s, nowNs, TriggerCall, c.SpanID, out)
 	}
-	if s.insert(rec, e.cfg.HistorySize) {
+	pos, outOfOrder := s.insert(rec, e.cfg.HistorySize)
+	if outOfOrder {
 		e.stats.OutOfOrder.Add(1)
+	}
+	if pos >= 0 {
+		r := &s.hist[pos]
+		s.cycles.observe(r)
+		if r.has(fFailed) {
+			s.x.streak.observe(r, c, uint32(xxhash.Sum64String(s.x.errClass)), s.total)
+		} else if s.x != nil && s.x.streak.count > 0 {
+			s.x.streak.observe(r, c, 0, s.total)
+		}
 	}
 	if s.firstStart == 0 || rec.start < s.firstStart {
 		s.firstStart = rec.start

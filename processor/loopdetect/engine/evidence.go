@@ -32,6 +32,9 @@ var DefaultVolatileResultKeys = []string{
 	"pid", "session_id", "duration", "duration_ms", "elapsed", "elapsed_ms", "took", "took_ms",
 	"latency_ms", "message_id", "msg_id", "date", "time", "started_at", "finished_at", "completed_at",
 	"expires_at", "etag", "response_metadata", "usage_metadata",
+	// What OpenClaw strips from repeated results: a per-call working
+	// directory, run ids, receipts of a sent message.
+	"cwd", "receipt_id", "receipt_timestamp", "sent_at", "received_at", "delivered_at",
 }
 
 // DefaultTerminalKeys are result keys whose value tells an async task's state.
@@ -54,6 +57,9 @@ type NormalizerConfig struct {
 	// MaxCanonicalBytes caps the size parsed as JSON; larger values are
 	// hashed as opaque bytes.
 	MaxCanonicalBytes int
+	// UnknownToolMarkers are matched, case-insensitively, in a failed call's
+	// error class and text to recognise a call of a tool that does not exist.
+	UnknownToolMarkers []string
 }
 
 // KeyOverride keeps or drops extra keys for one tool.
@@ -72,6 +78,7 @@ func DefaultNormalizerConfig() NormalizerConfig {
 		TerminalKeys:       append([]string(nil), DefaultTerminalKeys...),
 		TerminalValues:     append([]string(nil), DefaultTerminalValues...),
 		MaxCanonicalBytes:  64 << 10,
+		UnknownToolMarkers: append([]string(nil), DefaultUnknownToolMarkers...),
 	}
 }
 
@@ -94,11 +101,12 @@ const (
 // Normalizer turns tool arguments and results into digests. It is safe for
 // concurrent use.
 type Normalizer struct {
-	maxBytes   int
-	argDeny    *keySet
-	resultDeny *keySet
-	perTool    map[string]*toolKeySets
-	terminal   *terminalMatcher
+	maxBytes    int
+	argDeny     *keySet
+	resultDeny  *keySet
+	perTool     map[string]*toolKeySets
+	terminal    *terminalMatcher
+	unknownTool []string
 }
 
 type toolKeySets struct {
@@ -115,6 +123,11 @@ func NewNormalizer(cfg NormalizerConfig) *Normalizer {
 	}
 	if n.maxBytes <= 0 {
 		n.maxBytes = 64 << 10
+	}
+	for _, m := range cfg.UnknownToolMarkers {
+		if m != "" {
+			n.unknownTool = append(n.unknownTool, strings.ToLower(m))
+		}
 	}
 	for tool, o := range cfg.ToolOverrides {
 		if n.perTool == nil {

@@ -85,6 +85,7 @@ type session struct {
 	agent  string
 	client string
 	target Target
+	cycles cycleTracker
 }
 
 type sessionExtras struct {
@@ -95,6 +96,7 @@ type sessionExtras struct {
 	hystCount int
 	// errClass names the newest failure, for explanations.
 	errClass string
+	streak   failureStreak
 }
 
 func (s *session) extras() *sessionExtras {
@@ -207,8 +209,10 @@ func (s *session) dedup(c *record) dedupOutcome {
 	return dedupNew
 }
 
-// insert places r by start time and reports whether it arrived out of order.
-func (s *session) insert(r record, capacity int) bool {
+// insert places r by start time and returns its position (-1: older than
+// everything kept, counted but not stored) and whether it arrived out of
+// order.
+func (s *session) insert(r record, capacity int) (int, bool) {
 	s.total++
 	n := len(s.hist)
 	pos := n
@@ -217,7 +221,7 @@ func (s *session) insert(r record, capacity int) bool {
 	}
 	if n == capacity {
 		if pos == 0 {
-			return true // older than everything kept: counted, not stored
+			return -1, true
 		}
 		copy(s.hist, s.hist[1:pos])
 		pos--
@@ -236,7 +240,7 @@ func (s *session) insert(r record, capacity int) bool {
 	for i := pos; i < len(s.hist); i++ {
 		s.markChanged(i)
 	}
-	return pos != len(s.hist)-1
+	return pos, pos != len(s.hist)-1
 }
 
 func (s *session) markChanged(i int) {

@@ -12,7 +12,7 @@ import (
 // State is a session's verdict.
 type State uint8
 
-// The states, in the order the engine decides them (SPEC §5).
+// The states. The engine decides them in the order of verdictOrder (decide.go).
 const (
 	StateWorking State = iota
 	StateWaiting
@@ -64,12 +64,21 @@ const (
 	ReasonMissingFingerprint
 	// ReasonNameOnly: repetition of name-only (argument-less) signatures (uncertain).
 	ReasonNameOnly
+	// ReasonLongCycle: a cycle longer than max_period repeated with unchanged results (stuck).
+	ReasonLongCycle
+	// ReasonResultlessCycle: a short cycle repeated many times with arguments but no results (stuck).
+	ReasonResultlessCycle
+	// ReasonFailureStreak: one tool failing with one error class again and again, whatever its arguments (stuck).
+	ReasonFailureStreak
+	// ReasonUnknownTool: calls of a tool that does not exist, again and again (stuck).
+	ReasonUnknownTool
 )
 
 var reasonNames = [...]string{
 	"", "no_loop", "progress", "lease", "retry_policy", "periodic_loop", "unchanged_result",
 	"terminal_reread", "frequent_identical", "backstop", "non_retryable_error", "backoff_collapsed",
-	"retry_exhausted", "missing_fingerprint", "name_only",
+	"retry_exhausted", "missing_fingerprint", "name_only", "long_cycle", "cycle_without_results",
+	"failure_streak", "unknown_tool",
 }
 
 func (r Reason) String() string {
@@ -82,7 +91,7 @@ func (r Reason) String() string {
 // deterministic reasons are never delayed by hysteresis.
 func (r Reason) deterministic() bool {
 	switch r {
-	case ReasonTerminalReread, ReasonNonRetryableError, ReasonBackstop, ReasonRetryExhausted:
+	case ReasonTerminalReread, ReasonNonRetryableError, ReasonBackstop, ReasonRetryExhausted, ReasonUnknownTool:
 		return true
 	}
 	return false
@@ -201,6 +210,9 @@ type ToolCall struct {
 	// Failed is set for an errored call; ErrorClass names the error.
 	Failed     bool
 	ErrorClass string
+	// UnknownTool marks a failure because the tool does not exist
+	// (Normalizer.Failure recognises the frameworks' messages).
+	UnknownTool bool
 	// Attempt is the retry attempt from the span (0: unknown).
 	Attempt int
 	// Policy is the retry policy from the span (zero: the configured default).

@@ -263,17 +263,19 @@ func Extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall) (bool, 
 	if resultOK {
 		result = unwrapResult(result)
 	}
-	c.Failed, c.ErrorClass = failure(x, &a, result, resultOK)
+	var errText string
+	c.Failed, c.ErrorClass, errText = failure(x, &a, result, resultOK)
 
 	if v, ok := a.get(x.slots.fingerprint); ok && v.Text() != "" {
 		c.Fingerprint, c.FingerprintSource = engine.Digest(xxhash.Sum64String(v.Text())), engine.FingerprintAttribute
+	} else if c.Failed {
+		f := x.norm.Failure(c.ErrorClass, errText)
+		c.Fingerprint, c.FingerprintSource, c.UnknownTool = f.Digest, engine.FingerprintError, f.UnknownTool
 	} else if resultOK {
 		r := x.norm.Result(c.Tool, result)
 		c.Fingerprint, c.FingerprintSource, c.Terminal = r.Digest, engine.FingerprintResult, r.Terminal
 		// Results are often plain text ("[main 1a2b] commit"): only
 		// malformed arguments, which are JSON by contract, are counted.
-	} else if c.Failed {
-		c.Fingerprint, c.FingerprintSource = engine.Digest(xxhash.Sum64String(c.ErrorClass)), engine.FingerprintError
 	}
 	if !evidence(x, &a, c) {
 		out.BadEvidence = true
@@ -418,10 +420,12 @@ func unwrapResult(result string) string {
 	return result
 }
 
-func failure[S Span](x *Extractor, a *attrs[S], result string, resultOK bool) (bool, string) {
+// failure reports whether the call failed, its error class and its error
+// text (the exception message, else the status description, else the
+// result), which the normalizer masks into the failure's evidence.
+func failure[S Span](x *Extractor, a *attrs[S], result string, resultOK bool) (failed bool, class, text string) {
 	s := a.s
 	isErr, desc := s.Status()
-	class := ""
 	if v, _, ok := a.first(x.slots.errType); ok {
 		class, isErr = v.Text(), true
 	}
@@ -443,6 +447,11 @@ func failure[S Span](x *Extractor, a *attrs[S], result string, resultOK bool) (b
 						class = v.Text()
 					}
 				}
+				if text == "" {
+					if v, ok := s.EventAttr(i, "exception.message"); ok {
+						text = v.Text()
+					}
+				}
 			}
 		}
 	}
@@ -457,16 +466,27 @@ func failure[S Span](x *Extractor, a *attrs[S], result string, resultOK bool) (b
 		}
 	}
 	if !isErr {
-		return false, ""
+		return false, "", ""
 	}
 	if class == "" && desc != "" {
 		class, _, _ = strings.Cut(desc, ":")
 		class = strings.TrimSpace(class)
 	}
+	switch {
+	case text != "":
+	case desc != "":
+		// "bad_request: nope" says the same as exception bad_request "nope".
+		if c, rest, ok := strings.Cut(desc, ":"); ok && strings.TrimSpace(c) == class {
+			desc = rest
+		}
+		text = strings.TrimSpace(desc)
+	case resultOK:
+		text = result
+	}
 	if class == "" {
 		class = "error"
 	}
-	return true, class
+	return true, class, text
 }
 
 // evidence reads the product's evidence attributes; false means one was

@@ -199,7 +199,7 @@ func TestExtractClientShapes(t *testing.T) {
 				"gcp.vertex.agent.llm_request": "{}", "gcp.vertex.agent.tool_call_args": `{"id": 7}`,
 				"gcp.vertex.agent.tool_response": `{"error": "not found"}`, "error.type": "NotFoundError",
 			}},
-			want: want{tool: true, client: "google_adk", name: "get_order", args: engine.ArgsJSON, fpSrc: engine.FingerprintResult, failed: true, class: "NotFoundError", callID: "adk-1"},
+			want: want{tool: true, client: "google_adk", name: "get_order", args: engine.ArgsJSON, fpSrc: engine.FingerprintError, failed: true, class: "NotFoundError", callID: "adk-1"},
 		},
 		{
 			name: "google adk with capture off: {} means not recorded",
@@ -222,7 +222,7 @@ func TestExtractClientShapes(t *testing.T) {
 				"openinference.span.kind": "TOOL", "tool.name": "fetch_page", "input.value": `{"url":"https://a"}`,
 				"output.value": "An error occurred while running the tool. Please try again. Error: boom",
 			}},
-			want: want{tool: true, client: "openinference", name: "fetch_page", args: engine.ArgsJSON, fpSrc: engine.FingerprintResult, failed: true, class: "retry_requested"},
+			want: want{tool: true, client: "openinference", name: "fetch_page", args: engine.ArgsJSON, fpSrc: engine.FingerprintError, failed: true, class: "retry_requested"},
 		},
 		{
 			name: "openinference hide_inputs redaction",
@@ -257,7 +257,7 @@ func TestExtractClientShapes(t *testing.T) {
 				{name: "gen_ai.tool.message", attrs: map[string]any{"role": "tool", "content": `{"url":"https://a"}`, "id": "tooluse_1"}},
 				{name: "gen_ai.choice", attrs: map[string]any{"message": `[{"text":"Error: 503"}]`, "id": "tooluse_1"}},
 			}},
-			want: want{tool: true, client: "strands", name: "http_get", args: engine.ArgsJSON, fpSrc: engine.FingerprintResult, failed: true, class: "error", callID: "tooluse_1"},
+			want: want{tool: true, client: "strands", name: "http_get", args: engine.ArgsJSON, fpSrc: engine.FingerprintError, failed: true, class: "error", callID: "tooluse_1"},
 		},
 		{
 			name: "strands latest conventions (operation.details events)",
@@ -277,7 +277,7 @@ func TestExtractClientShapes(t *testing.T) {
 				"gen_ai.tool.call.arguments": `{"id":-1}`, "gen_ai.tool.call.result": "id must be positive\n\nFix the errors and try again.",
 				"logfire.msg": "running tool: get_user",
 			}, events: []fakeEvent{{name: "exception", attrs: map[string]any{"exception.type": "pydantic_ai.exceptions.ToolRetryError"}}}},
-			want: want{tool: true, client: "pydantic_ai", name: "get_user", args: engine.ArgsJSON, fpSrc: engine.FingerprintResult, failed: true, class: "pydantic_ai.exceptions.ToolRetryError", callID: "pyd_1"},
+			want: want{tool: true, client: "pydantic_ai", name: "get_user", args: engine.ArgsJSON, fpSrc: engine.FingerprintError, failed: true, class: "pydantic_ai.exceptions.ToolRetryError", callID: "pyd_1"},
 		},
 		{
 			name: "pydantic ai output tool (final_result) is not an action",
@@ -302,7 +302,7 @@ func TestExtractClientShapes(t *testing.T) {
 				"input.value":  `{"query":"otel"}`,
 				"output.value": "I tried reusing the same input, I must stop using this action input. I'll try something else instead.\n\n",
 			}},
-			want: want{tool: true, client: "crewai", name: "search_docs", args: engine.ArgsJSON, fpSrc: engine.FingerprintResult, failed: true, class: "retry_requested"},
+			want: want{tool: true, client: "crewai", name: "search_docs", args: engine.ArgsJSON, fpSrc: engine.FingerprintError, failed: true, class: "retry_requested"},
 		},
 		{
 			name: "mcp client span",

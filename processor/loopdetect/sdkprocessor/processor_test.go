@@ -452,7 +452,7 @@ func TestStructuredAndEventAttributes(t *testing.T) {
 		if i == 0 {
 			s.SetStatus(codes.Error, "bad_request: nope")
 		} else {
-			s.AddEvent("exception", trace.WithAttributes(attribute.String("exception.type", "bad_request")))
+			s.AddEvent("exception", trace.WithAttributes(attribute.String("exception.type", "bad_request"), attribute.String("exception.message", "nope")))
 		}
 		a.clk.Advance(time.Second)
 		s.End(trace.WithTimestamp(clk.Now()))

@@ -1,0 +1,96 @@
+package engine
+
+// recentCalls is how far back the cycle trackers look: the longest cycle
+// long_cycle can see (a 10-page sweep that wraps is well inside it). 24
+// two-byte digests keep a session within its 1 KiB budget.
+const recentCalls = 24
+
+// maxResultlessPeriod bounds cycle_without_results' period.
+const maxResultlessPeriod = 5
+
+// cycleTracker follows, in arrival order and in O(1) per call, the cycles
+// too long for the history: the run of calls that brought nothing new, and
+// the short cycles repeated by calls without results.
+type cycleTracker struct {
+	// recent holds 16-bit digests of the newest calls' (action, result)
+	// pairs, a ring whose newest entry is at head-1.
+	recent  [recentCalls]uint16
+	n, head uint8
+	// seenRun counts the newest calls whose pair was in recent; seenSpan
+	// is the farthest back one of them had to look: the cycle's length.
+	seenRun, seenSpan uint8
+	// resultless[p-1] counts the newest calls with arguments and no
+	// result that repeat the call p before them.
+	resultless [maxResultlessPeriod]uint8
+}
+
+func satInc(x uint8) uint8 {
+	if x == 255 {
+		return x
+	}
+	return x + 1
+}
+
+// observe records r, the newest call by arrival.
+func (t *cycleTracker) observe(r *record) {
+	d := uint16(mix(uint64(r.sig)^mix(uint64(r.fp))) >> 48)
+	dist := 0
+	for k := 1; k <= int(t.n); k++ {
+		if t.recent[(int(t.head)-k+recentCalls)%recentCalls] == d {
+			dist = k
+			break
+		}
+	}
+	if r.hasFP() && !r.has(fLowConf) && dist > 0 {
+		t.seenRun = satInc(t.seenRun)
+		t.seenSpan = max(t.seenSpan, uint8(dist))
+	} else {
+		t.seenRun, t.seenSpan = 0, 0
+	}
+	for p := 1; p <= maxResultlessPeriod; p++ {
+		back := t.recent[(int(t.head)-p+recentCalls)%recentCalls]
+		if !r.hasFP() && !r.has(fLowConf) && p <= int(t.n) && back == d {
+			t.resultless[p-1] = satInc(t.resultless[p-1])
+		} else {
+			t.resultless[p-1] = 0
+		}
+	}
+	t.recent[t.head] = d
+	t.head = (t.head + 1) % recentCalls
+	if t.n < recentCalls {
+		t.n++
+	}
+}
+
+// failureStreak follows the newest run of non-retryable failures of one
+// tool with one error class.
+type failureStreak struct {
+	class   uint32
+	tool    uint16
+	count   uint16
+	unknown bool
+	// start is the session's call count when the streak began.
+	start int64
+}
+
+// observe records a call by arrival: a failure extends or restarts the
+// streak; a successful new call (a new action or a new result) ends it;
+// anything else leaves it. A failure of an action seen before with a new
+// error (the error moved: a syntax error now on line 20, not 10) is
+// progress too, so it starts a new streak.
+func (f *failureStreak) observe(r *record, c *ToolCall, class uint32, total int64) {
+	switch {
+	case !r.has(fFailed):
+		if r.has(fNovel) {
+			f.count = 0
+		}
+	case r.has(fRetryable):
+		// A provider's transient error is the retry policy's business.
+	case f.count > 0 && f.tool == r.tool && f.class == class && !(r.has(fNovel) && r.has(fChanged)):
+		if f.count < 1<<15 {
+			f.count++
+		}
+	default:
+		*f = failureStreak{class: class, tool: r.tool, count: 1, unknown: c.UnknownTool, start: total}
+	}
+}

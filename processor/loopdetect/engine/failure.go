@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// maxErrorText bounds how much of an error text is read: the part that
+// names the failure comes first.
+const maxErrorText = 512
+
+// DefaultUnknownToolMarkers are the frameworks' ways of saying that the
+// model called a tool that does not exist (LangChain "is not a valid tool",
+// Vercel AI SDK NoSuchToolError, OpenAI Agents "Tool … not found", Google ADK
+// "not found in the tools_dict", MCP "Unknown tool", CrewAI "don't exist",
+// Pydantic AI "Unknown tool name"). Matched case-insensitively against the
+// error class and text.
+var DefaultUnknownToolMarkers = []string{
+	"is not a valid tool", "nosuchtool", "no such tool", "unknown tool", "tool not found",
+	"not found in the tools_dict", "don't exist, these are the only available", "invalid tool",
+}
+
+// FailureEvidence is a failed call's normalized evidence.
+type FailureEvidence struct {
+	// Digest is the class and the error text with its volatile parts masked.
+	Digest Digest
+	// UnknownTool is set when the error says the tool does not exist.
+	UnknownTool bool
+}
+
+// Failure normalizes a failed call's evidence: its error class and its
+// error text with the volatile parts — UUIDs, hex digests, long numbers
+// (ids, epoch times), timestamps, durations, numbers named as ids — masked,
+// and the meaningful ones (line numbers, counts) kept. A syntax error that
+// moves from line 10 to line 20 is a new failure; the same failure with a
+// new request id is not.
+func (n *Normalizer) Failure(class, text string) FailureEvidence {
+	text = truncate(text, maxErrorText)
+	ev := FailureEvidence{Digest: failureDigest(truncate(class, maxErrorClass), maskedHash(text))}
+	lc, lt := strings.ToLower(class), strings.ToLower(text)
+	for _, m := range n.unknownTool {
+		if strings.Contains(lc, m) || strings.Contains(lt, m) {
+			ev.UnknownTool = true
+			break
+		}
+	}
+	return ev
+}
+
+// failureDigest combines a class and a masked text hash (0: no text).
+func failureDigest(class string, text uint64) Digest {
+	d := mix(xxhash.Sum64String(class) ^ tagFailure)
+	if text != 0 {
+		d = mix(d ^ text)
+	}
+	return Digest(d)
+}
+
+// maskedHash hashes text with its volatile tokens replaced by one marker;
+// 0 for a text with nothing but whitespace.
+func maskedHash(text string) uint64 {
+	d := xxhash.New()
+	var buf [maxErrorText + 1]byte
+	out := buf[:0]
+	idWord := false // the previous word names an id ("request 42")
+	for i := 0; i < len(text); {
+		c := text[i]
+		switch {
+		case isAlnum(c):
+			j := i
+			for j < len(text) && (isAlnum(text[j]) || text[j] == '-' || text[j] == ':' || text[j] == '.' || text[j] == '_') {
+				j++
+			}
+			tok := strings.TrimRight(text[i:j], "-:._")
+			j = i + len(tok)
+			if volatileToken(tok, idWord) {
+				out = append(out, '#')
+			} else {
+				out = append(out, tok...)
+			}
+			idWord = namesID(tok)
+			i = j
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			if len(out) > 0 && out[len(out)-1] != ' ' {
+				out = append(out, ' ')
+			}
+			i++
+		default:
+			out = append(out, c)
+			i++
+		}
+	}
+	if len(strings.TrimSpace(string(out))) == 0 {
+		return 0
+	}
+	_, _ = d.Write(out)
+	return d.Sum64() | 1
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// namesID reports a word after which a number is an identifier.
+func namesID(tok string) bool {
+	switch strings.ToLower(tok) {
+	case "id", "request", "req", "request_id", "requestid", "trace", "span", "session", "run", "txn", "pid", "port", "attempt", "seq", "nonce", "correlation":
+		return true
+	}
+	return false
+}
+
+// volatileToken reports a token that changes from call to call without
+// changing the failure.
+func volatileToken(tok string, afterIDWord bool) bool {
+	digits, hexLetters, letters, seps := 0, 0, 0, 0
+	for i := 0; i < len(tok); i++ {
+		switch c := tok[i]; {
+		case '0' <= c && c <= '9':
+			digits++
+		case 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F':
+			hexLetters++
+		case isAlnum(c):
+			letters++
+		default:
+			seps++
+		}
+	}
+	if digits == 0 {
+		return false
+	}
+	switch {
+	case afterIDWord:
+		return true
+	case letters == 0 && hexLetters == 0 && seps == 0:
+		return digits >= 6 // ids and epoch times; line numbers and counts are short
+	case letters == 0 && seps == 0:
+		return digits+hexLetters >= 8 // hex digests, request ids
+	case letters == 0 && hexLetters == 0:
+		return seps > 0 && (strings.ContainsAny(tok, ":-") || digits >= 6) // times, dates, 1.5-style versions with many digits
+	case letters == 0:
+		return len(tok) >= 16 // UUIDs and dashed hex ids
+	}
+	return isDuration(tok) || digits >= 6
+}
+
+// isDuration reports a number with a time unit: 250ms, 1.5s, 3m.
+func isDuration(tok string) bool {
+	i := 0
+	for i < len(tok) && ('0' <= tok[i] && tok[i] <= '9' || tok[i] == '.') {
+		i++
+	}
+	if i == 0 {
+		return false
+	}
+	switch strings.ToLower(tok[i:]) {
+	case "ns", "us", "µs", "ms", "s", "sec", "secs", "m", "min", "h":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,31 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+)
+
+// longCycleRule: a run of calls that brings nothing new — each repeats an
+// (action, result) pair of the session's recent past — and covers a whole
+// cycle, of any period up to recentCalls. It catches what the periodic
+// rule's 1..3 cannot: a 4-step polling cycle with identical results, or a
+// paging sweep that wraps around and re-reads the same pages with the same
+// results. At least LongCycleMinCalls calls, so re-reading two files after
+// an edit is not a loop.
+type longCycleRule struct{}
+
+func (longCycleRule) evaluate(w *window) (verdict, bool) {
+	t := &w.s.cycles
+	minCalls := w.e.cfg.LongCycleMinCalls
+	run, span := int(t.seenRun), int(t.seenSpan)
+	if minCalls <= 0 || span == 0 || run < max(minCalls, span) {
+		return verdict{}, false
+	}
+	n := len(w.h)
+	return verdict{state: StateStuck, reason: ReasonLongCycle, period: span, reps: (run + span) / span,
+		loopStart: max(0, n-run-span), window: n, cycleKey: cycleKey(w.h, min(span, n))}, true
+}
+
+func (longCycleRule) explain(b *strings.Builder, w *window, v verdict) {
+	fmt.Fprintf(b, "loop detected: the last %d calls repeated earlier calls with identical results (a cycle of %d calls, ending %s)", int(w.s.cycles.seenRun), v.period, w.cycle(min(v.period, 3)))
+}
