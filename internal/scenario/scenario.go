@@ -304,7 +304,7 @@ func (s *Scenario) fill(span ptrace.Span, sp Span, i int, seq uint64, trace int,
 	}
 	if sp.StatusError != "" {
 		span.Status().SetCode(ptrace.StatusCodeError)
-		span.Status().SetMessage(sp.StatusError)
+		span.Status().SetMessage(subst(sp.StatusError, i))
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"strings"
 
 	"github.com/cespare/xxhash/v2"
@@ -19,6 +20,7 @@ const maxErrorText = 512
 var DefaultUnknownToolMarkers = []string{
 	"is not a valid tool", "nosuchtool", "no such tool", "unknown tool", "tool not found",
 	"not found in the tools_dict", "don't exist, these are the only available", "invalid tool",
+	"not found in agent", "unavailable tool",
 }
 
 // FailureEvidence is a failed call's normalized evidence.
@@ -60,7 +62,6 @@ func failureDigest(class string, text uint64) Digest {
 // maskedHash hashes text with its volatile tokens replaced by one marker;
 // 0 for a text with nothing but whitespace.
 func maskedHash(text string) uint64 {
-	d := xxhash.New()
 	var buf [maxErrorText + 1]byte
 	out := buf[:0]
 	idWord := false // the previous word names an id ("request 42")
@@ -91,11 +92,11 @@ func maskedHash(text string) uint64 {
 			i++
 		}
 	}
-	if len(strings.TrimSpace(string(out))) == 0 {
+	out = bytes.TrimSpace(out)
+	if len(out) == 0 {
 		return 0
 	}
-	_, _ = d.Write(out)
-	return d.Sum64() | 1
+	return xxhash.Sum64(out) | 1
 }
 
 func isAlnum(c byte) bool {

@@ -27,7 +27,7 @@ func (failureStreakRule) evaluate(w *window) (verdict, bool) {
 		return verdict{}, false
 	}
 	n := len(w.h)
-	loopStart := max(0, n-int(w.s.total-f.start))
+	loopStart := max(0, n-int(w.s.total-f.start+1))
 	return verdict{state: StateStuck, reason: reason, count: int(f.count), period: 1, reps: int(f.count), loopStart: loopStart, window: n,
 		cycleKey: mix(uint64(f.tool)<<32 | uint64(f.class))}, true
 }
