@@ -2,6 +2,7 @@ package loopdetect
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -250,8 +251,28 @@ func (r logRecord) time() time.Time {
 	return r.lr.ObservedTimestamp().AsTime()
 }
 
-func (r logRecord) Start() time.Time { return r.time() }
-func (r logRecord) End() time.Time   { return r.time() }
+// Start is the record's time less its duration_ms (Claude Code logs a
+// tool_result when the call ends), so the record and the span of the same
+// call overlap and are merged into one call.
+func (r logRecord) Start() time.Time {
+	t := r.time()
+	if v, ok := r.lr.Attributes().Get("duration_ms"); ok {
+		var ms int64
+		switch v.Type() {
+		case pcommon.ValueTypeInt:
+			ms = v.Int()
+		case pcommon.ValueTypeDouble:
+			ms = int64(v.Double())
+		case pcommon.ValueTypeStr:
+			ms, _ = strconv.ParseInt(v.Str(), 10, 64)
+		}
+		if ms > 0 && ms < int64(24*time.Hour/time.Millisecond) {
+			return t.Add(-time.Duration(ms) * time.Millisecond)
+		}
+	}
+	return t
+}
+func (r logRecord) End() time.Time { return r.time() }
 
 // Status: a log record has none; failures come from attributes (Claude
 // Code's success = "false").

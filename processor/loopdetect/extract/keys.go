@@ -151,7 +151,7 @@ func DefaultKeys() Keys {
 		NameSuffixes: []string{".tool", ".run"},
 		Arguments: []string{
 			"gen_ai.tool.call.arguments", "input.value", "gcp.vertex.agent.tool_call_args", "ai.toolCall.args",
-			"traceloop.entity.input", "ai.toolCall.input", "tool_arguments", "tool_input", "tool_parameters", "input",
+			"traceloop.entity.input", "ai.toolCall.input", "tool_arguments", "tool_input", "tool_parameters", "full_command", "input",
 		},
 		ArgumentEvents: []EventKey{
 			{Event: "gen_ai.tool.message", Key: "content"},
@@ -164,6 +164,8 @@ func DefaultKeys() Keys {
 		ResultEvents: []EventKey{
 			{Event: "gen_ai.choice", Key: "message"},
 			{Event: "gen_ai.client.inference.operation.details", Key: "gen_ai.output.messages", Path: "0.parts.0.response"},
+			{Event: "tool.output", Key: "output"},
+			{Event: "tool.output", Key: "tool_output"},
 		},
 		Redacted: []Match{
 			{Key: "gcp.vertex.agent.tool_call_args", Value: "{}"},
