@@ -1,0 +1,17 @@
+# Browser test of loopreplay's --html page: real headless Chromium driven
+# from Go (chromedp). Debian's chromium is installed only when absent.
+CHROMIUM ?= /usr/bin/chromium
+.PHONY: chromium test-browser
+
+chromium:
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+		echo "installing Debian's chromium for the browser test"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
+	fi
+
+# Runs only the page tests, with the browser required (they fail instead of
+# skipping when LOOPREPLAY_CHROMIUM is set and the browser cannot start).
+test-browser: chromium
+	LOOPREPLAY_CHROMIUM=$(CHROMIUM) $(GO) test -count=1 -run 'TestPage' ./internal/replay/
+
+test: test-browser
