@@ -15,3 +15,8 @@ test-browser: chromium
 	LOOPREPLAY_CHROMIUM=$(CHROMIUM) $(GO) test -count=1 -run 'TestPage' ./internal/replay/
 
 test: test-browser
+
+# Rewrites docs/loopreplay-seed000.png, the README's picture of the seed-000 replay page.
+.PHONY: screenshot
+screenshot: chromium
+	LOOPREPLAY_CHROMIUM=$(CHROMIUM) $(GO) test -count=1 -run 'TestPageScreenshotOfSeed000' ./internal/replay/ -args -screenshot $(CURDIR)/docs/loopreplay-seed000.png
