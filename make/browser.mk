@@ -9,12 +9,15 @@ chromium:
 		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
 	fi
 
-# Runs only the page tests, with the browser required (they fail instead of
-# skipping when LOOPREPLAY_CHROMIUM is set and the browser cannot start).
+# Runs only the page tests. With LOOPREPLAY_CHROMIUM set they fail, not
+# skip, when the browser cannot start.
 test-browser: chromium
 	LOOPREPLAY_CHROMIUM=$(CHROMIUM) $(GO) test -count=1 -run 'TestPage' ./internal/replay/
 
-test: test-browser
+# `make test` runs the page tests inside test-unit (go test ./...), with the
+# browser installed first and required.
+test-unit: chromium
+test-unit: export LOOPREPLAY_CHROMIUM ?= $(CHROMIUM)
 
 # Rewrites docs/loopreplay-seed000.png, the README's picture of the seed-000 replay page.
 .PHONY: screenshot
