@@ -22,4 +22,4 @@ test-unit: export LOOPREPLAY_CHROMIUM ?= $(CHROMIUM)
 # Rewrites docs/loopreplay-seed000.png, the README's picture of the seed-000 replay page.
 .PHONY: screenshot
 screenshot: chromium
-	LOOPREPLAY_CHROMIUM=$(CHROMIUM) $(GO) test -count=1 -run 'TestPageScreenshotOfSeed000' ./internal/replay/ -args -screenshot $(CURDIR)/docs/loopreplay-seed000.png
+	LOOPREPLAY_CHROMIUM=$(CHROMIUM) $(GO) test -count=1 -run 'TestPageInBrowser/screenshot' ./internal/replay/ -args -screenshot $(CURDIR)/docs/loopreplay-seed000.png

@@ -201,6 +201,7 @@ func TestPageInBrowser(t *testing.T) {
 	ctx := browser(t)
 	t.Run("seed 000 and a Claude Code session", func(t *testing.T) { testSeed000Page(t, tab(t, ctx)) })
 	t.Run("100 sessions of 1,000 calls", func(t *testing.T) { testLargePage(t, tab(t, ctx)) })
+	t.Run("screenshot of seed 000", func(t *testing.T) { testSeed000Screenshot(t, tab(t, ctx)) })
 }
 
 func tab(t *testing.T, browser context.Context) context.Context {
@@ -262,13 +263,10 @@ func rowSelector(session string) string {
 	return fmt.Sprintf(`#rows .row[data-session=%q]`, session)
 }
 
-// TestPageScreenshotOfSeed000 writes the README's picture of the seed-000
-// replay when -screenshot is given (make screenshot).
-func TestPageScreenshotOfSeed000(t *testing.T) {
-	if *screenshot == "" {
-		t.Skip("writes docs/ only with -screenshot FILE")
-	}
-	ctx := browser(t)
+// testSeed000Screenshot: the seed-000 page, its kill clicked, fits the
+// README's picture with the kill cell and its explanation in view. With
+// -screenshot FILE (make screenshot) the picture is written there.
+func testSeed000Screenshot(t *testing.T, ctx context.Context) {
 	kill := goldenKill(t, seed000)
 	sum, res := replayFiles(t, filepath.Join(seed000, "input.jsonl"))
 	path := writePageFile(t, PageOf([]string{"testdata/scenarios/s000-bash-loop/input.jsonl"}, sum, res))
@@ -278,9 +276,18 @@ func TestPageScreenshotOfSeed000(t *testing.T) {
 		chromedp.WaitReady("#rows .row"),
 		chromedp.Click(rowSelector(kill.Session)+" .c.k"),
 	))
+	inView := eval[bool](t, ctx, fmt.Sprintf(`(() => { const r = document.querySelector(%q).getBoundingClientRect();
+		return r.top >= 0 && r.bottom <= innerHeight && r.right <= innerWidth; })()`, rowSelector(kill.Session)+" .c.k"))
+	require.True(t, inView, "the kill cell is in the picture")
+	require.Contains(t, eval[string](t, ctx, `document.getElementById("detail").textContent`), kill.Explanation)
 	shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(*screenshot, shot, 0o644))
+	require.True(t, bytes.HasPrefix(shot, []byte("\x89PNG")), "a PNG")
+	out := *screenshot
+	if out == "" {
+		out = filepath.Join(t.TempDir(), "seed000.png")
+	}
+	require.NoError(t, os.WriteFile(out, shot, 0o644))
 }
 
 // testLargePage: 100 sessions of 1,000 calls render in full (100,000
