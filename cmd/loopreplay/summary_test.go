@@ -180,3 +180,24 @@ func TestBadLogsInputNamesFileAndLine(t *testing.T) {
 		})
 	}
 }
+
+// TestHTMLPageIsWritten: --html writes the page beside the usual output;
+// a page that cannot be written is exit 2 naming the path.
+func TestHTMLPageIsWritten(t *testing.T) {
+	dir := t.TempDir()
+	page := filepath.Join(dir, "run.html")
+	in := filepath.Join(claudeDir, "logs.jsonl")
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"--html", page, in}, nil, &out, &errOut), errOut.String())
+	require.Contains(t, out.String(), `"kill":true`)
+	b, err := os.ReadFile(page)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `id="loopreplay-data"`)
+	require.Contains(t, string(b), claudeSession)
+	require.Contains(t, string(b), "loop detected: same tool call x5 of last 10")
+
+	missing := filepath.Join(dir, "no", "such", "dir", "run.html")
+	errOut.Reset()
+	require.Equal(t, 2, run([]string{"--html", missing, in}, nil, &out, &errOut))
+	require.Contains(t, errOut.String(), missing)
+}
