@@ -201,3 +201,16 @@ func TestHTMLPageIsWritten(t *testing.T) {
 	require.Equal(t, 2, run([]string{"--html", missing, in}, nil, &out, &errOut))
 	require.Contains(t, errOut.String(), missing)
 }
+
+// TestInterleavedTraceSessionsStayApart: sessions keyed by trace id, their
+// calls interleaved, are two rows of five calls: one stuck, one working.
+func TestInterleavedTraceSessionsStayApart(t *testing.T) {
+	sum, _ := runSummary(t, "../../testdata/scenarios/interleaved-sessions/input.jsonl")
+	require.Len(t, sum.Sessions, 2)
+	got := map[string]int{}
+	for _, s := range sum.Sessions {
+		require.Equal(t, 5, s.Calls, s.Session)
+		got[s.FinalState]++
+	}
+	require.Equal(t, map[string]int{"stuck": 1, "working": 1}, got)
+}

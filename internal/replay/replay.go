@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -113,9 +114,20 @@ type Call struct {
 func Run(ctx context.Context, cfg *loopdetect.Config, batches []Batch) (*Result, error) {
 	res := &Result{}
 	c := *cfg // the components of one processor share the config pointer
+	// The observation's strings may point into the processor's scratch
+	// space (a trace-id session key does): keep copies, one per value.
+	interned := map[string]string{}
+	intern := func(s string) string {
+		if v, ok := interned[s]; ok {
+			return v
+		}
+		v := strings.Clone(s)
+		interned[v] = v
+		return v
+	}
 	loopdetect.ObserveCalls(&c, func(o *loopdetect.Observation) {
 		res.Calls = append(res.Calls, Call{
-			Session: o.Session, SessionSource: o.SessionSource, Client: o.Client, Tool: o.Tool,
+			Session: intern(o.Session), SessionSource: intern(o.SessionSource), Client: intern(o.Client), Tool: intern(o.Tool),
 			SpanID: hex.EncodeToString(o.SpanID[:]), Start: o.Start,
 			Signature: uint64(o.Signature), Fingerprint: uint64(o.Fingerprint),
 			NameOnly: o.NameOnly, Failed: o.Failed, Counted: o.Counted,
