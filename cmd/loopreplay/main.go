@@ -1,9 +1,11 @@
 // Command loopreplay runs the loop_detect processor over recorded OTLP JSON
-// traces, offline and in event time, and prints one JSON object per state
-// transition. Use it to audit recorded agent runs and to calibrate
-// thresholds: --summary prints detection delays and verdict counts.
+// traces and logs, offline and in event time, and prints one JSON object
+// per state transition. Use it to audit recorded agent runs and to
+// calibrate thresholds: --summary says what was read and lists every
+// session with its final state and detection delay; --html writes a
+// timeline page of every call.
 //
-//	loopreplay [--config FILE] [--summary] FILE|- ...
+//	loopreplay [--config FILE] [--summary] [--html FILE] FILE|- ...
 //
 // Exit status: 0 on success, 2 on unreadable input or configuration.
 package main
@@ -31,9 +33,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("loopreplay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "YAML file holding a loop_detect config block (top-level `loop_detect:` or `processors: {loop_detect: …}`)")
-	summary := fs.Bool("summary", false, "print per-session final state and detection delay, and counts by state, to stderr")
+	summary := fs.Bool("summary", false, "print what was read (spans, log records, tool calls by client, what was skipped and why) and every session's final state, calls, transitions, kills and detection delay, to stderr")
+	htmlPath := fs.String("html", "", "write a self-contained timeline page (a row per session, a cell per tool call) to this file")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: loopreplay [--config FILE] [--summary] FILE|- ...")
+		fmt.Fprintln(stderr, "usage: loopreplay [--config FILE] [--summary] [--html FILE] FILE|- ...")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -53,16 +56,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "loopreplay: %s: %v\n", *configPath, err)
 		return 2
 	}
-	var batches []replay.Batch
+	in := &replay.Input{}
 	for _, name := range fs.Args() {
-		b, err := readInput(name, stdin)
-		if err != nil {
+		if err := readInput(in, name, stdin); err != nil {
 			fmt.Fprintf(stderr, "loopreplay: %v\n", err)
 			return 2
 		}
-		batches = append(batches, b...)
 	}
-	res, err := replay.Run(context.Background(), cfg, batches)
+	res, err := replay.Run(context.Background(), cfg, in.Batches)
 	if err != nil {
 		fmt.Fprintf(stderr, "loopreplay: %v\n", err)
 		return 2
@@ -71,24 +72,44 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "loopreplay: writing output: %v\n", err)
 		return 2
 	}
+	sum := replay.Summarize(cfg, in, res)
 	if *summary {
 		enc := json.NewEncoder(stderr)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(replay.Summarize(res.Events))
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(sum)
+	}
+	if *htmlPath != "" {
+		if err := writePage(*htmlPath, fs.Args(), &sum, res); err != nil {
+			fmt.Fprintf(stderr, "loopreplay: %v\n", err)
+			return 2
+		}
 	}
 	return 0
 }
 
-func readInput(name string, stdin io.Reader) ([]replay.Batch, error) {
+func writePage(path string, inputs []string, sum *replay.Summary, res *replay.Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := replay.WritePage(f, replay.PageOf(inputs, sum, res)); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func readInput(in *replay.Input, name string, stdin io.Reader) error {
 	if name == "-" {
-		return replay.ReadOTLPJSON(stdin, "stdin")
+		return in.Add(stdin, "stdin")
 	}
 	f, err := os.Open(name)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
-	return replay.ReadOTLPJSON(f, name)
+	return in.Add(f, name)
 }
 
 // loadConfig reads the loop_detect block from a YAML file; a collector

@@ -1,22 +1,29 @@
-// Package replay runs recorded OTLP traces through the loop_detect
-// processor factory in event-time mode and reports the transitions. The
+// Package replay runs recorded OTLP traces and logs through the loop_detect
+// processor factory in event-time mode and reports the transitions, what
+// was read, and a timeline page. The
 // loopreplay command and the golden tests share it, so both exercise the
 // exact processor users deploy.
 package replay
 
 import (
-	"bufio"
-	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"strings"
+	"time"
 
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/loopevent"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect"
@@ -56,49 +63,6 @@ func LineOf(e *loopevent.Event) Line {
 	}
 }
 
-// Batch is one recorded export request and where it came from.
-type Batch struct {
-	Traces ptrace.Traces
-	// Source is "file:line" for error messages.
-	Source string
-}
-
-// ReadOTLPJSON reads the collector file exporter's JSON lines, or one
-// ExportTraceServiceRequest document spanning the whole input.
-func ReadOTLPJSON(r io.Reader, name string) ([]Batch, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	var u ptrace.JSONUnmarshaler
-	var out []Batch
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		td, err := u.UnmarshalTraces(b)
-		if err != nil {
-			if len(out) == 0 {
-				// Perhaps one pretty-printed document.
-				if td, err2 := u.UnmarshalTraces(data); err2 == nil {
-					return []Batch{{Traces: td, Source: name + ":1"}}, nil
-				}
-			}
-			return nil, fmt.Errorf("%s:%d: not an OTLP JSON traces request: %w", name, line, err)
-		}
-		out = append(out, Batch{Traces: td, Source: fmt.Sprintf("%s:%d", name, line)})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s:%d: %w", name, line+1, err)
-	}
-	return out, nil
-}
-
 // Config builds a loop_detect config in event-time mode from overrides
 // (a loop_detect block; nil for the defaults).
 func Config(overrides *confmap.Conf) (*loopdetect.Config, error) {
@@ -120,31 +84,106 @@ func Config(overrides *confmap.Conf) (*loopdetect.Config, error) {
 type Result struct {
 	// Events are the transition events in emission order.
 	Events []loopevent.Event
-	// Output is every batch the processor forwarded, timer spans included.
-	Output []ptrace.Traces
+	// Output is every traces batch the processor forwarded, timer spans
+	// included; OutputLogs every logs batch.
+	Output     []ptrace.Traces
+	OutputLogs []plog.Logs
+	// Calls are the tool calls the processor read, in the order read.
+	Calls []Call
+	// Counts are the processor's own counters at the end of the replay.
+	Counts Counts
 }
 
-// Run feeds batches through a fresh processor and returns its output.
+// Call is one tool call the processor read.
+type Call struct {
+	Session, SessionSource, Client, Tool string
+	SpanID                               string
+	Start                                time.Time
+	// Signature and Fingerprint are unkeyed digests, used only to tell
+	// equal calls and results apart on the page; they are never shown.
+	Signature, Fingerprint uint64
+	NameOnly, Failed       bool
+	// Counted is false for another delivery of a call already counted.
+	Counted bool
+}
+
+// Run feeds batches, in order, through a traces and a logs processor
+// created from one config by the loop_detect factory, as a collector with
+// both pipelines would, and returns what they forwarded and counted. cfg
+// is not modified.
 func Run(ctx context.Context, cfg *loopdetect.Config, batches []Batch) (*Result, error) {
 	res := &Result{}
+	c := *cfg // the components of one processor share the config pointer
+	// The observation's strings may point into the processor's scratch
+	// space (a trace-id session key does): keep copies, one per value.
+	interned := map[string]string{}
+	intern := func(s string) string {
+		if v, ok := interned[s]; ok {
+			return v
+		}
+		v := strings.Clone(s)
+		interned[v] = v
+		return v
+	}
+	loopdetect.ObserveCalls(&c, func(o *loopdetect.Observation) {
+		res.Calls = append(res.Calls, Call{
+			Session: intern(o.Session), SessionSource: intern(o.SessionSource), Client: intern(o.Client), Tool: intern(o.Tool),
+			SpanID: hex.EncodeToString(o.SpanID[:]), Start: o.Start,
+			Signature: uint64(o.Signature), Fingerprint: uint64(o.Fingerprint),
+			NameOnly: o.NameOnly, Failed: o.Failed, Counted: o.Counted,
+		})
+	})
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer func() { _ = mp.Shutdown(context.WithoutCancel(ctx)) }()
+
 	sink := &collector{res: res}
 	f := loopdetect.NewFactory()
-	p, err := f.CreateTraces(ctx, processortest.NewNopSettings(f.Type()), cfg, sink)
+	set := processortest.NewNopSettings(f.Type())
+	set.MeterProvider = mp
+	tp, err := f.CreateTraces(ctx, set, &c, sink)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.Start(ctx, nil); err != nil {
+	lp, err := f.CreateLogs(ctx, set, &c, sink)
+	if err != nil {
+		_ = tp.Shutdown(ctx)
 		return nil, err
 	}
+	comps := []component.Component{tp, lp}
+	shutdown := func() error {
+		var errs []error
+		for _, p := range comps {
+			errs = append(errs, p.Shutdown(ctx))
+		}
+		return errors.Join(errs...)
+	}
+	for _, p := range comps {
+		if err := p.Start(ctx, componenttest.NewNopHost()); err != nil {
+			_ = shutdown()
+			return nil, err
+		}
+	}
 	for _, b := range batches {
-		if err := p.ConsumeTraces(ctx, b.Traces); err != nil {
-			_ = p.Shutdown(ctx)
+		var err error
+		if b.Signal == SignalLogs {
+			err = lp.ConsumeLogs(ctx, b.Logs)
+		} else {
+			err = tp.ConsumeTraces(ctx, b.Traces)
+		}
+		if err != nil {
+			_ = shutdown()
 			return nil, fmt.Errorf("%s: %w", b.Source, err)
 		}
 	}
-	if err := p.Shutdown(ctx); err != nil {
+	if err := shutdown(); err != nil {
 		return nil, err
 	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		return nil, fmt.Errorf("reading the processor's counters: %w", err)
+	}
+	res.Counts = countsOf(&rm)
 	return res, sink.err
 }
 
@@ -165,6 +204,31 @@ func (c *collector) ConsumeTraces(_ context.Context, td ptrace.Traces) error {
 	return nil
 }
 
+func (c *collector) ConsumeLogs(_ context.Context, ld plog.Logs) error {
+	rls := ld.ResourceLogs()
+	for i := 0; i < rls.Len(); i++ {
+		sls := rls.At(i).ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			lrs := sls.At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				if lrs.At(k).EventName() != loopevent.EventName {
+					continue
+				}
+				e, err := loopevent.FromAttributes(lrs.At(k).Attributes())
+				if err != nil {
+					if c.err == nil {
+						c.err = fmt.Errorf("log record: %w", err)
+					}
+					continue
+				}
+				c.res.Events = append(c.res.Events, e)
+			}
+		}
+	}
+	c.res.OutputLogs = append(c.res.OutputLogs, ld)
+	return nil
+}
+
 // WriteLines writes one JSON line per event.
 func WriteLines(w io.Writer, events []loopevent.Event) error {
 	enc := json.NewEncoder(w)
@@ -175,52 +239,4 @@ func WriteLines(w io.Writer, events []loopevent.Event) error {
 		}
 	}
 	return nil
-}
-
-// SessionSummary is the per-session part of --summary.
-type SessionSummary struct {
-	Session      string  `json:"session"`
-	FinalState   string  `json:"final_state"`
-	Transitions  int     `json:"transitions"`
-	Kills        int     `json:"kills"`
-	DelayCalls   int64   `json:"detection_delay_calls,omitempty"`
-	DelaySeconds float64 `json:"detection_delay_seconds,omitempty"`
-}
-
-// Summary is loopreplay's --summary output.
-type Summary struct {
-	Sessions []SessionSummary `json:"sessions"`
-	// States counts sessions by final state.
-	States map[string]int `json:"final_states"`
-	// Transitions counts transitions by target state.
-	Transitions map[string]int `json:"transitions_by_state"`
-}
-
-// Summarize reduces events to a Summary.
-func Summarize(events []loopevent.Event) Summary {
-	by := map[string]*SessionSummary{}
-	sum := Summary{States: map[string]int{}, Transitions: map[string]int{}}
-	for i := range events {
-		e := &events[i]
-		s, ok := by[e.Session]
-		if !ok {
-			s = &SessionSummary{Session: e.Session}
-			by[e.Session] = s
-		}
-		s.FinalState = e.To
-		s.Transitions++
-		sum.Transitions[e.To]++
-		if e.Kill {
-			s.Kills++
-		}
-		if e.To == "stuck" && e.From != "stuck" && s.DelayCalls == 0 {
-			s.DelayCalls, s.DelaySeconds = e.DelayCalls, e.DelaySeconds
-		}
-	}
-	for _, s := range by {
-		sum.Sessions = append(sum.Sessions, *s)
-		sum.States[s.FinalState]++
-	}
-	sort.Slice(sum.Sessions, func(i, j int) bool { return sum.Sessions[i].Session < sum.Sessions[j].Session })
-	return sum
 }

@@ -69,6 +69,9 @@ type Config struct {
 	// EventTime makes the clock follow span end times instead of the wall
 	// clock, for replaying recorded traces. Default false.
 	EventTime bool `mapstructure:"event_time"`
+
+	// observer, when set by ObserveCalls, sees every tool call read (replay audits).
+	observer func(*Observation)
 }
 
 // SessionConfig chooses the session key.

@@ -234,7 +234,11 @@ func (d *detector) observe(ctx context.Context, st *batchState, out extract.Outc
 	n.malformed += b2i(out.Malformed)
 	n.oversized += b2i(out.Oversized)
 	n.badEvidence += b2i(out.BadEvidence)
-	st.trans = d.eng.Observe(&st.call, d.now(), st.trans[:0])
+	if d.cfg.observer != nil {
+		d.observeWithHook(st)
+	} else {
+		st.trans = d.eng.Observe(&st.call, d.now(), st.trans[:0])
+	}
 	for t := range st.trans {
 		d.record(ctx, &st.trans[t])
 	}

@@ -1,0 +1,220 @@
+package replay
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"sort"
+	"strings"
+)
+
+//go:embed page.html
+var pageTemplate string
+
+// pageDataMarker is replaced by the page's JSON data.
+const pageDataMarker = "/*LOOPREPLAY_DATA*/"
+
+// Page is the data of loopreplay's timeline page: the summary and, per
+// session, one entry per counted tool call in the engine's call order.
+type Page struct {
+	Title    string        `json:"title"`
+	Inputs   []string      `json:"inputs"`
+	Summary  *Summary      `json:"summary"`
+	Sessions []PageSession `json:"sessions"`
+}
+
+// PageSession is one row of the page. Per-call fields are parallel arrays,
+// so 1,000 calls cost a few kilobytes.
+type PageSession struct {
+	Session    string `json:"session"`
+	Client     string `json:"client,omitempty"`
+	FinalState string `json:"final"`
+	Kills      int    `json:"kills"`
+	// Tools names the session's tools; Tool[i] indexes it for call i+1.
+	Tools []string `json:"tools"`
+	Tool  []int    `json:"t"`
+	// Action[i] numbers call i+1's action (tool and arguments) by first
+	// appearance in the session, so equal numbers are equal calls;
+	// Result[i] likewise for results (0: none recorded).
+	Action []int `json:"a"`
+	Result []int `json:"r"`
+	// States holds one letter per call, the state after it: w working,
+	// r retrying, a waiting (awaiting), u uncertain, s stuck.
+	States string `json:"s"`
+	// Flags holds one letter per call: n name-only, f failed, x both, - none.
+	Flags string `json:"f"`
+	// Offset[i] is call i+1's start in seconds after the session's first call.
+	Offset []int64 `json:"o"`
+	Start  string  `json:"start,omitempty"`
+	// Transitions are marked on the call that triggered them.
+	Transitions []PageTransition `json:"x"`
+}
+
+// PageTransition is a transition as the page shows it.
+type PageTransition struct {
+	Call        int      `json:"call"`
+	From        string   `json:"from"`
+	To          string   `json:"to"`
+	Reason      string   `json:"reason"`
+	Trigger     string   `json:"trigger,omitempty"`
+	Period      int64    `json:"period"`
+	Repetitions int64    `json:"reps"`
+	CycleTools  []string `json:"cycle,omitempty"`
+	Signatures  []string `json:"sigs,omitempty"`
+	Fingerprint string   `json:"fp,omitempty"`
+	FPSource    string   `json:"fp_source,omitempty"`
+	Confidence  string   `json:"confidence,omitempty"`
+	Kill        bool     `json:"kill"`
+	DryRun      bool     `json:"dry_run,omitempty"`
+	DelayCalls  int64    `json:"delay_calls,omitempty"`
+	DelaySec    float64  `json:"delay_s,omitempty"`
+	Explanation string   `json:"explanation"`
+	ID          string   `json:"id"`
+	SpanID      string   `json:"span_id,omitempty"`
+}
+
+var stateLetter = map[string]byte{"working": 'w', "retrying": 'r', "waiting": 'a', "uncertain": 'u', "stuck": 's'}
+
+// stateRank orders rows: sessions with a kill first, then by how bad their
+// final state is.
+var stateRank = map[string]int{"stuck": 0, "uncertain": 1, "retrying": 2, "waiting": 3, "working": 4}
+
+// PageOf lays out a replay for the page.
+func PageOf(inputs []string, sum *Summary, res *Result) *Page {
+	p := &Page{Title: "loopreplay: " + strings.Join(inputs, ", "), Inputs: inputs, Summary: sum}
+	calls := map[string][]*Call{}
+	var order []string
+	for i := range res.Calls {
+		c := &res.Calls[i]
+		if !c.Counted {
+			continue
+		}
+		if _, ok := calls[c.Session]; !ok {
+			order = append(order, c.Session)
+		}
+		calls[c.Session] = append(calls[c.Session], c)
+	}
+	trans := map[string][]int{}
+	for i := range res.Events {
+		s := res.Events[i].Session
+		if _, ok := calls[s]; !ok {
+			if _, ok := trans[s]; !ok {
+				order = append(order, s)
+			}
+		}
+		trans[s] = append(trans[s], i)
+	}
+	for _, key := range order {
+		p.Sessions = append(p.Sessions, pageSession(key, calls[key], trans[key], res))
+	}
+	sort.SliceStable(p.Sessions, func(i, j int) bool {
+		a, b := &p.Sessions[i], &p.Sessions[j]
+		if (a.Kills > 0) != (b.Kills > 0) {
+			return a.Kills > 0
+		}
+		if stateRank[a.FinalState] != stateRank[b.FinalState] {
+			return stateRank[a.FinalState] < stateRank[b.FinalState]
+		}
+		return a.Session < b.Session
+	})
+	return p
+}
+
+func pageSession(key string, calls []*Call, evIdx []int, res *Result) PageSession {
+	// The engine numbers a session's calls in start-time order.
+	sort.SliceStable(calls, func(i, j int) bool { return calls[i].Start.Before(calls[j].Start) })
+	ps := PageSession{Session: key, FinalState: "working", Tools: []string{}}
+	n := len(calls)
+	ps.Tool, ps.Action, ps.Result, ps.Offset = make([]int, n), make([]int, n), make([]int, n), make([]int64, n)
+	tools, acts, results := map[string]int{}, map[uint64]int{}, map[uint64]int{}
+	flags := make([]byte, n)
+	for i, c := range calls {
+		if i == 0 {
+			ps.Client = c.Client
+			ps.Start = c.Start.UTC().Format("2006-01-02 15:04:05Z")
+		}
+		t, ok := tools[c.Tool]
+		if !ok {
+			t = len(ps.Tools)
+			tools[c.Tool] = t
+			ps.Tools = append(ps.Tools, c.Tool)
+		}
+		ps.Tool[i] = t
+		ps.Action[i] = number(acts, c.Signature)
+		if c.Fingerprint != 0 {
+			ps.Result[i] = number(results, c.Fingerprint)
+		}
+		ps.Offset[i] = int64(c.Start.Sub(calls[0].Start).Seconds())
+		switch {
+		case c.NameOnly && c.Failed:
+			flags[i] = 'x'
+		case c.NameOnly:
+			flags[i] = 'n'
+		case c.Failed:
+			flags[i] = 'f'
+		default:
+			flags[i] = '-'
+		}
+	}
+	ps.Flags = string(flags)
+	states := make([]byte, n)
+	for i := range states {
+		states[i] = 'w'
+	}
+	for _, ei := range evIdx {
+		e := &res.Events[ei]
+		call := int(min(max(e.CallIndex, 1), int64(max(n, 1))))
+		ps.Transitions = append(ps.Transitions, PageTransition{
+			Call: call, From: e.From, To: e.To, Reason: e.Reason, Trigger: e.Trigger,
+			Period: e.Period, Repetitions: e.Repetitions, CycleTools: e.CycleTools,
+			Signatures: e.Signatures, Fingerprint: e.Fingerprint, FPSource: e.FingerprintSource,
+			Confidence: e.Confidence, Kill: e.Kill, DryRun: e.DryRun,
+			DelayCalls: e.DelayCalls, DelaySec: e.DelaySeconds, Explanation: e.Explanation,
+			ID: e.ID, SpanID: e.SpanID,
+		})
+		ps.FinalState = e.To
+		if e.Kill {
+			ps.Kills++
+		}
+		if ps.Client == "" {
+			ps.Client = e.Client
+		}
+		// The state holds from the triggering call on.
+		for i := call - 1; i < n; i++ {
+			if i >= 0 {
+				states[i] = stateLetter[e.To]
+			}
+		}
+	}
+	ps.States = string(states)
+	return ps
+}
+
+func number(m map[uint64]int, d uint64) int {
+	if v, ok := m[d]; ok {
+		return v
+	}
+	m[d] = len(m) + 1
+	return len(m)
+}
+
+// WritePage writes p as one self-contained HTML page: inline style and
+// script, no external resources.
+func WritePage(w io.Writer, p *Page) error {
+	i := strings.Index(pageTemplate, pageDataMarker)
+	if i < 0 {
+		return fmt.Errorf("page template lacks its data marker")
+	}
+	head := strings.Replace(pageTemplate[:i], "{{TITLE}}", html.EscapeString(p.Title), 1)
+	if _, err := io.WriteString(w, head); err != nil {
+		return err
+	}
+	// json.Encoder escapes <, > and &, so no "</script>" can end the block early.
+	if err := json.NewEncoder(w).Encode(p); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, pageTemplate[i+len(pageDataMarker):])
+	return err
+}

@@ -1,0 +1,253 @@
+package replay
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect"
+)
+
+// Counts are the loop_detect processor's own counters (its internal
+// telemetry) after a replay.
+type Counts struct {
+	// Items are the spans and log records it looked at.
+	Items int64
+	// ToolCalls are the items it recognised as tool calls.
+	ToolCalls int64
+	// Degraded counts calls read with degraded evidence or dropped, by kind
+	// (malformed, oversized, bad_evidence, duplicate, out_of_order,
+	// no_session, foreign_verdict).
+	Degraded map[string]int64
+}
+
+func countsOf(rm *metricdata.ResourceMetrics) Counts {
+	c := Counts{Degraded: map[string]int64{}}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			sum, ok := m.Data.(metricdata.Sum[int64])
+			if !ok {
+				continue
+			}
+			for _, dp := range sum.DataPoints {
+				switch m.Name {
+				case "otelcol_loopdetect_spans":
+					c.Items += dp.Value
+				case "otelcol_loopdetect_tool_calls":
+					c.ToolCalls += dp.Value
+				case "otelcol_loopdetect_degraded":
+					kind, _ := dp.Attributes.Value("kind")
+					c.Degraded[kind.AsString()] += dp.Value
+				}
+			}
+		}
+	}
+	return c
+}
+
+// SessionSummary is the per-session part of --summary.
+type SessionSummary struct {
+	Session string `json:"session"`
+	// Client is the client shape of the session's first call.
+	Client       string  `json:"client,omitempty"`
+	Calls        int     `json:"calls"`
+	FinalState   string  `json:"final_state"`
+	Transitions  int     `json:"transitions"`
+	Kills        int     `json:"kills"`
+	DelayCalls   int64   `json:"detection_delay_calls,omitempty"`
+	DelaySeconds float64 `json:"detection_delay_seconds,omitempty"`
+}
+
+// ReadSummary says what the replay read and what the processor made of it.
+type ReadSummary struct {
+	Spans      int64 `json:"spans"`
+	LogRecords int64 `json:"log_records"`
+	// OtherSignalRequests are metrics or profiles requests, not read.
+	OtherSignalRequests int64 `json:"other_signal_requests,omitempty"`
+	// ToolCalls are the spans and records recognised as tool calls, by
+	// client shape.
+	ToolCalls         int64            `json:"tool_calls"`
+	ToolCallsByClient map[string]int64 `json:"tool_calls_by_client"`
+	// Degraded counts recognised calls read with weaker evidence: name_only
+	// (no arguments recorded), malformed, oversized, bad_evidence,
+	// out_of_order.
+	Degraded map[string]int64 `json:"degraded"`
+	// Skipped counts what was not counted as a call, by reason:
+	// not_a_tool_call, no_session_key, repeated_delivery, earlier_verdict.
+	Skipped map[string]int64 `json:"skipped"`
+}
+
+// Summary is loopreplay's --summary output.
+type Summary struct {
+	// Message says in words what was read and found.
+	Message  string           `json:"message"`
+	Read     ReadSummary      `json:"read"`
+	Sessions []SessionSummary `json:"sessions"`
+	// States counts sessions by final state.
+	States map[string]int `json:"final_states"`
+	// Transitions counts transitions by target state.
+	Transitions map[string]int `json:"transitions_by_state"`
+	Kills       int            `json:"kills"`
+}
+
+// Summarize describes a replay of in under cfg.
+func Summarize(cfg *loopdetect.Config, in *Input, res *Result) Summary {
+	sum := Summary{
+		Sessions:    []SessionSummary{},
+		States:      map[string]int{},
+		Transitions: map[string]int{},
+		Read: ReadSummary{
+			Spans: in.Spans, LogRecords: in.LogRecords, OtherSignalRequests: in.OtherSignals,
+			ToolCalls: res.Counts.ToolCalls, ToolCallsByClient: map[string]int64{},
+			Degraded: map[string]int64{}, Skipped: map[string]int64{},
+		},
+	}
+	by := map[string]*SessionSummary{}
+	get := func(key string) *SessionSummary {
+		s, ok := by[key]
+		if !ok {
+			s = &SessionSummary{Session: key, FinalState: "working"}
+			by[key] = s
+		}
+		return s
+	}
+	for i := range res.Calls {
+		c := &res.Calls[i]
+		sum.Read.ToolCallsByClient[c.Client]++
+		if !c.Counted {
+			continue
+		}
+		s := get(c.Session)
+		if s.Client == "" {
+			s.Client = c.Client
+		}
+		s.Calls++
+		if c.NameOnly {
+			sum.Read.Degraded["name_only"]++
+		}
+	}
+	for i := range res.Events {
+		e := &res.Events[i]
+		s := get(e.Session)
+		s.FinalState = e.To
+		s.Transitions++
+		sum.Transitions[e.To]++
+		if e.Kill {
+			s.Kills++
+			sum.Kills++
+		}
+		if e.To == "stuck" && e.From != "stuck" && s.DelayCalls == 0 {
+			s.DelayCalls, s.DelaySeconds = e.DelayCalls, e.DelaySeconds
+		}
+	}
+	for _, s := range by {
+		sum.Sessions = append(sum.Sessions, *s)
+		sum.States[s.FinalState]++
+	}
+	sort.Slice(sum.Sessions, func(i, j int) bool { return sum.Sessions[i].Session < sum.Sessions[j].Session })
+
+	d := res.Counts.Degraded
+	for _, k := range []string{"malformed", "oversized", "bad_evidence", "out_of_order"} {
+		if d[k] > 0 {
+			sum.Read.Degraded[k] = d[k]
+		}
+	}
+	skipped := map[string]int64{
+		"no_session_key":    d["no_session"],
+		"repeated_delivery": d["duplicate"],
+		"earlier_verdict":   d["foreign_verdict"],
+		// The processor counts every span and record it looks at; what it
+		// neither recognised nor set aside for a reason above matched no
+		// tool-call name or attribute (or a skip list). Spans holding an
+		// earlier replay's verdicts are among those looked at.
+		"not_a_tool_call": max(res.Counts.Items-res.Counts.ToolCalls-d["no_session"]-in.VerdictSpans, 0),
+	}
+	for k, v := range skipped {
+		if v > 0 {
+			sum.Read.Skipped[k] = v
+		}
+	}
+	sum.Message = message(cfg, &sum)
+	return sum
+}
+
+func message(cfg *loopdetect.Config, sum *Summary) string {
+	r := &sum.Read
+	var b strings.Builder
+	fmt.Fprintf(&b, "read %s and %s", plural(r.Spans, "span"), plural(r.LogRecords, "log record"))
+	if r.ToolCalls == 0 {
+		b.WriteString("; no tool calls recognised. ")
+		b.WriteString(lookedFor(cfg))
+		if n := r.Skipped["no_session_key"]; n > 0 {
+			fmt.Fprintf(&b, " %d tool-call log records were skipped: no session key (looked for %s) and no trace context.",
+				n, strings.Join(logSessionKeys(cfg), ", "))
+		}
+		return b.String()
+	}
+	fmt.Fprintf(&b, "; recognised %s in %s", plural(r.ToolCalls, "tool call"), plural(int64(len(sum.Sessions)), "session"))
+	var states []string
+	for _, st := range []string{"working", "retrying", "waiting", "uncertain", "stuck"} {
+		if n := sum.States[st]; n > 0 {
+			states = append(states, fmt.Sprintf("%d %s", n, st))
+		}
+	}
+	if len(states) > 0 {
+		fmt.Fprintf(&b, " (finally %s)", strings.Join(states, ", "))
+	}
+	fmt.Fprintf(&b, "; %s", plural(int64(sum.Kills), "kill"))
+	if n := r.Skipped["no_session_key"]; n > 0 {
+		fmt.Fprintf(&b, "; %d tool-call log records skipped for want of a session key (looked for %s)",
+			n, strings.Join(logSessionKeys(cfg), ", "))
+	}
+	return b.String()
+}
+
+// lookedFor names the span and record names and the attributes that make a
+// tool call under cfg.
+func lookedFor(cfg *loopdetect.Config) string {
+	k := cfg.Attributes
+	var names, attrs []string
+	for _, m := range k.ToolSpanNames {
+		if m.Prefix != "" {
+			names = append(names, m.Prefix+"*")
+		} else {
+			names = append(names, m.Name)
+		}
+	}
+	for _, m := range k.ToolCall {
+		if m.Value != "" {
+			attrs = append(attrs, m.Key+"="+m.Value)
+		} else {
+			attrs = append(attrs, m.Key)
+		}
+	}
+	return fmt.Sprintf("loop_detect looked for span or log record names %s, or attributes %s (attributes.tool_span_names and attributes.tool_call in the config).",
+		quoteAll(names), quoteAll(attrs))
+}
+
+func logSessionKeys(cfg *loopdetect.Config) []string {
+	if len(cfg.Session.Keys) > 0 {
+		return cfg.Session.Keys
+	}
+	return []string{"session.id", "gen_ai.conversation.id"}
+}
+
+func quoteAll(s []string) string {
+	if len(s) == 0 {
+		return "(none configured)"
+	}
+	q := make([]string, len(s))
+	for i, v := range s {
+		q[i] = fmt.Sprintf("%q", v)
+	}
+	return strings.Join(q, ", ")
+}
+
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

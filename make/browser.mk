@@ -1,0 +1,25 @@
+# Browser test of loopreplay's --html page: real headless Chromium driven
+# from Go (chromedp). Debian's chromium is installed only when absent.
+CHROMIUM ?= /usr/bin/chromium
+.PHONY: chromium test-browser
+
+chromium:
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+		echo "installing Debian's chromium for the browser test"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
+	fi
+
+# Runs only the page tests. With LOOPREPLAY_CHROMIUM set they fail, not
+# skip, when the browser cannot start.
+test-browser: chromium
+	LOOPREPLAY_CHROMIUM=$(CHROMIUM) $(GO) test -count=1 -run 'TestPage' ./internal/replay/
+
+# `make test` runs the page tests inside test-unit (go test ./...), with the
+# browser installed first and required.
+test-unit: chromium
+test-unit: export LOOPREPLAY_CHROMIUM ?= $(CHROMIUM)
+
+# Rewrites docs/loopreplay-seed000.png, the README's picture of the seed-000 replay page.
+.PHONY: screenshot
+screenshot: chromium
+	LOOPREPLAY_CHROMIUM=$(CHROMIUM) $(GO) test -count=1 -run 'TestPageInBrowser/screenshot' ./internal/replay/ -args -screenshot $(CURDIR)/docs/loopreplay-seed000.png
