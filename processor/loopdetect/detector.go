@@ -30,14 +30,16 @@ import (
 // (digests per session), never pdata: spans are forwarded as they came,
 // with a transition event added to the span that changed a session's state.
 type detector struct {
-	cfg       *Config
-	next      consumer.Traces
-	nextLogs  consumer.Logs // set when a logs pipeline shares this detector (logs.go)
-	logger    *zap.Logger
-	eng       *engine.Engine
-	x         *extract.Extractor
-	pre       *pdataspan.Prefilter // skips non-tool spans in one pass over their attributes
-	telemetry *metadata.TelemetryBuilder
+	cfg      *Config
+	next     consumer.Traces
+	nextLogs consumer.Logs // set when a logs pipeline shares this detector (logs.go)
+	logger   *zap.Logger
+	// logsLogger is the logs pipeline's logger (shared.go).
+	logsLogger *zap.Logger
+	eng        *engine.Engine
+	x          *extract.Extractor
+	pre        *pdataspan.Prefilter // skips non-tool spans in one pass over their attributes
+	telemetry  *metadata.TelemetryBuilder
 
 	// eventNow is the event clock (unix ns) in event_time mode.
 	eventNow atomic.Int64
@@ -335,13 +337,13 @@ func (d *detector) record(ctx context.Context, t *engine.Transition) {
 		d.telemetry.LoopdetectDetectionDelay.Record(ctx, t.DelaySeconds)
 	}
 	if t.To == engine.StateStuck {
-		d.logger.Info("Agent session stuck",
+		d.loggerFor(t).Info("Agent session stuck",
 			zap.String("session", t.Session), zap.String("reason", t.Reason.String()),
 			zap.Int64("call_index", t.CallIndex), zap.Bool("kill", t.Kill), zap.Bool("dry_run", t.DryRun),
 			zap.String("explanation", t.Explanation))
 		return
 	}
-	d.logger.Debug("Agent session transition", zap.String("session", t.Session),
+	d.loggerFor(t).Debug("Agent session transition", zap.String("session", t.Session),
 		zap.Stringer("from", t.From), zap.Stringer("to", t.To), zap.Stringer("reason", t.Reason))
 }
 

@@ -4,16 +4,12 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
-	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/processor"
 	"go.uber.org/zap"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/loopevent"
@@ -28,141 +24,10 @@ import (
 // spans. Transition events are appended as log records (event name
 // loopdetect.transition, the loopevent attribute schema) to the scope that
 // carried the triggering record, so alert_sink's logs input delivers them.
-//
-// The traces and logs components of one loop_detect configuration share one
-// detector (and so one engine): a session reported by both signals is one
-// session. Sharing is keyed by the *Config the collector passes to every
-// component of the same processor id, as core's sharedcomponent does.
-
 // defaultLogSessionKeys are used for log records when session.keys is not
 // configured: log events usually carry no trace context, and a trace id of
 // zero would put every agent into one session.
 var defaultLogSessionKeys = []string{"session.id", "gen_ai.conversation.id"}
-
-var shared = struct {
-	sync.Mutex
-	m map[*Config]*sharedDetector
-}{m: map[*Config]*sharedDetector{}}
-
-// sharedDetector is one detector and the components using it.
-type sharedDetector struct {
-	d       *detector
-	xLogs   *extract.Extractor
-	refs    int
-	started int
-}
-
-func acquire(set processor.Settings, cfg *Config) (*sharedDetector, error) {
-	shared.Lock()
-	defer shared.Unlock()
-	if s, ok := shared.m[cfg]; ok {
-		s.refs++
-		return s, nil
-	}
-	d, err := newDetector(set, cfg, nil)
-	if err != nil {
-		return nil, err
-	}
-	keys := cfg.keys()
-	if len(keys.Session) == 0 {
-		keys.Session = defaultLogSessionKeys
-	}
-	s := &sharedDetector{d: d, xLogs: extract.New(keys, engine.NewNormalizer(cfg.normalizerConfig())), refs: 1}
-	shared.m[cfg] = s
-	return s, nil
-}
-
-// sharedComponent starts the detector with the first component started and
-// shuts it down with the last component shut down.
-type sharedComponent struct {
-	s        *sharedDetector
-	cfg      *Config
-	started  bool
-	shutdown bool
-}
-
-func (c *sharedComponent) Start(ctx context.Context, host component.Host) error {
-	shared.Lock()
-	defer shared.Unlock()
-	if c.started {
-		return nil
-	}
-	c.started = true
-	c.s.started++
-	if c.s.started == 1 {
-		return c.s.d.Start(ctx, host)
-	}
-	return nil
-}
-
-func (c *sharedComponent) Shutdown(ctx context.Context) error {
-	shared.Lock()
-	defer shared.Unlock()
-	if c.shutdown {
-		return nil
-	}
-	c.shutdown = true
-	c.s.refs--
-	if c.s.refs > 0 {
-		return nil
-	}
-	if shared.m[c.cfg] == c.s {
-		delete(shared.m, c.cfg)
-	}
-	return c.s.d.Shutdown(ctx)
-}
-
-func (c *sharedComponent) Capabilities() consumer.Capabilities {
-	return consumer.Capabilities{MutatesData: true}
-}
-
-// tracesComponent is the traces side of a shared detector.
-type tracesComponent struct {
-	sharedComponent
-	next consumer.Traces
-}
-
-func (c *tracesComponent) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	return c.s.d.consumeTraces(ctx, td, c.next)
-}
-
-// logsComponent is the logs side of a shared detector.
-type logsComponent struct {
-	sharedComponent
-	next consumer.Logs
-}
-
-func (c *logsComponent) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
-	return c.s.d.consumeLogs(ctx, ld, c.s.xLogs, c.next)
-}
-
-func newTracesComponent(set processor.Settings, cfg *Config, next consumer.Traces) (*tracesComponent, error) {
-	s, err := acquire(set, cfg)
-	if err != nil {
-		return nil, err
-	}
-	shared.Lock()
-	if s.d.next == nil {
-		// Timer-driven transitions of trace sessions go to the first
-		// traces pipeline.
-		s.d.next = next
-	}
-	shared.Unlock()
-	return &tracesComponent{sharedComponent: sharedComponent{s: s, cfg: cfg}, next: next}, nil
-}
-
-func createLogs(_ context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
-	s, err := acquire(set, cfg.(*Config))
-	if err != nil {
-		return nil, err
-	}
-	shared.Lock()
-	if s.d.nextLogs == nil {
-		s.d.nextLogs = next
-	}
-	shared.Unlock()
-	return &logsComponent{sharedComponent: sharedComponent{s: s, cfg: cfg.(*Config)}, next: next}, nil
-}
 
 // logRecord adapts a log record and its resource to extract.Span. It is a
 // value type, so extract.Extract is instantiated for it without boxing.

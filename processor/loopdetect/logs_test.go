@@ -207,14 +207,15 @@ func TestLogsAndTracesShareOneDetector(t *testing.T) {
 
 	// The detector lives until the last component shuts down.
 	require.NoError(t, tp.Shutdown(context.Background()))
-	shared.Lock()
-	_, live := shared.m[cfg]
-	shared.Unlock()
+	sf := lc.f
+	sf.mu.Lock()
+	_, live := sf.detectors[lc.id]
+	sf.mu.Unlock()
 	assert.True(t, live)
 	require.NoError(t, lp.Shutdown(context.Background()))
-	shared.Lock()
-	_, live = shared.m[cfg]
-	shared.Unlock()
+	sf.mu.Lock()
+	_, live = sf.detectors[lc.id]
+	sf.mu.Unlock()
 	assert.False(t, live)
 }
 
