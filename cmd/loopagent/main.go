@@ -67,7 +67,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var c config
 	fs := flag.NewFlagSet("loopagent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.endpoint, "endpoint", "", "OTLP endpoint host:port or URL (default 127.0.0.1:4318 for http, 127.0.0.1:4317 for grpc)")
+	fs.StringVar(&c.endpoint, "endpoint", "", "OTLP endpoint host:port or URL (default $OTEL_EXPORTER_OTLP_ENDPOINT, else 127.0.0.1:4318 for http, 127.0.0.1:4317 for grpc)")
 	fs.StringVar(&c.protocol, "protocol", "http", "OTLP protocol: http (http/protobuf) or grpc")
 	fs.StringVar(&c.scenario, "scenario", "seed000", "scenario: "+strings.Join(scenario.Names(), ", "))
 	fs.Float64Var(&c.speed, "speed", 1, "time compression factor: scenario gaps are divided by it (span timestamps stay real)")
@@ -297,6 +297,14 @@ func splitEndpoint(ep string) (host, path string, insecure bool, err error) {
 
 func newExporter(ctx context.Context, c config) (sdktrace.SpanExporter, string, error) {
 	ep := c.endpoint
+	// Like any OTel SDK agent, the simulated one follows the standard
+	// variable when no flag says otherwise (a base URL: /v1/traces is added
+	// for http).
+	envBase := ""
+	if ep == "" {
+		envBase = os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+		ep = envBase
+	}
 	switch c.protocol {
 	case "http", "http/protobuf":
 		if ep == "" {
@@ -305,6 +313,9 @@ func newExporter(ctx context.Context, c config) (sdktrace.SpanExporter, string, 
 		host, path, insecure, err := splitEndpoint(ep)
 		if err != nil {
 			return nil, "", err
+		}
+		if envBase != "" {
+			path += "/v1/traces"
 		}
 		opts := []otlptracehttp.Option{otlptracehttp.WithEndpoint(host), otlptracehttp.WithTimeout(5 * time.Second),
 			otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: true, InitialInterval: 100 * time.Millisecond,
