@@ -242,6 +242,7 @@ if [ -n "$FIRST_STUCK" ] && [ -n "$KILL_EVENT" ]; then
 	K_CALL="$(json_field call_index <<<"$KILL_EVENT")"
 	if [ "$S_CALL" != "$K_CALL" ]; then
 		KILL_REASONS="$(sed -n 's/^ *reasons: *\[\(.*\)\].*/\1/p' "$ROOT/config/demo.yaml" | head -1)"
+		KILL_REASONS="${KILL_REASONS//, / or }"
 		AFTER_CALLS="$(sed -n 's/^ *after_loop_calls: *\([0-9]*\).*/\1/p' "$ROOT/config/demo.yaml" | head -1)"
 		say ""
 		bold "why the kill came at call $K_CALL and not at call $S_CALL"
