@@ -144,7 +144,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzVerifyAndParse -fuzztime $(FUZZTIME) ./cmd/loopsupervisor/internal/webhook/
 
 # The whole story on this machine, loopback only: otelcol-loop (config/demo.yaml),
-# loopsupervisor around loopagent --scenario seed000, each transition as it
+# loopsupervisor around loopagent --scenario bash-loop, each transition as it
 # happens, the kill, the result line, where to look; then it stops what it
 # started. DEMO_SPEED (default 4), DEMO_SCENARIO, DEMO_KEEP: see scripts/demo.sh.
 demo: build-distribution binaries

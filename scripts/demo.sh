@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# otelcol-loop demo (`make demo`): an agent falls into the seed-000 loop, the
-# collector sees it, the supervisor stops it.
+# otelcol-loop demo (`make demo`): an agent falls into the loop of the
+# 1,972-call incident (the same bash call, the same answer, over and over),
+# the collector sees it, the supervisor stops it.
 #
-#   bin/otelcol-loop (config/demo.yaml)  <--OTLP--  bin/loopagent --scenario seed000
+#   bin/otelcol-loop (config/demo.yaml)  <--OTLP--  bin/loopagent --scenario bash-loop
 #        | loop_detect -> alert_sink --signed kill webhook-->  bin/loopsupervisor (runs the agent)
 #
 # Everything listens on 127.0.0.1, on free ports chosen now. Everything this
@@ -10,9 +11,9 @@
 # directory whose path is printed at the end.
 #
 # Environment: DEMO_SPEED   time compression of the agent (default 4: the
-#                           ~85 s of seed-000 agent time take ~22 s)
-#              DEMO_SCENARIO default seed000 (`bin/loopagent --list`)
-#              DEMO_KEEP=0  delete the files at the end
+#                           ~85 s of agent time take ~22 s)
+#              DEMO_SCENARIO default bash-loop (`bin/loopagent --list`)
+#              DEMO_KEEP=0  delete the files at the end (their paths are then not printed)
 #              DEMO_HOLD=1  keep the collector running (metrics endpoint up)
 #                           until Enter is pressed
 set -euo pipefail
@@ -20,7 +21,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="$ROOT/bin"
 SPEED="${DEMO_SPEED:-4}"
-SCENARIO="${DEMO_SCENARIO:-seed000}"
+SCENARIO="${DEMO_SCENARIO:-bash-loop}"
+KEEP="${DEMO_KEEP:-1}"
 MAKE="${MAKE:-make}"
 
 bold() { if [ -t 1 ]; then printf '\033[1m%s\033[0m\n' "$*"; else printf '%s\n' "$*"; fi; }
@@ -70,7 +72,7 @@ stop_all() {
 	fi
 	PIDS=()
 	NAMES=()
-	if [ "${DEMO_KEEP:-1}" = 0 ]; then rm -rf "$WORK"; fi
+	if [ "$KEEP" = 0 ]; then rm -rf "$WORK"; fi
 }
 trap stop_all EXIT
 trap 'exit 130' INT
@@ -119,7 +121,13 @@ TRACES="$WORK/traces.jsonl"
 RESULT="$WORK/result.jsonl"
 
 bold "otelcol-loop demo: scenario $SCENARIO, agent time x$SPEED, everything on 127.0.0.1"
-say "  files: $WORK"
+DESCRIPTION="$("$BIN/loopagent" --list 2>/dev/null | awk -F'\t' -v n="$SCENARIO" '$1 == n {print $2}')"
+[ -n "$DESCRIPTION" ] && say "  the agent: $DESCRIPTION"
+if [ "$KEEP" = 0 ]; then
+	say "  files: in a temporary directory, deleted at the end (DEMO_KEEP=0)"
+else
+	say "  files: $WORK"
+fi
 say "  [collector] lines are read back from the exported trace file (flushed every 200 ms);"
 say "  their time is when the collector decided, so they may print a moment after what they caused."
 say ""
@@ -203,7 +211,7 @@ esac
 # --- 4. the result line ------------------------------------------------------
 say ""
 if [ -s "$RESULT" ]; then
-	bold "result line (written by the supervisor to $RESULT):"
+	if [ "$KEEP" = 0 ]; then bold "result line (written by the supervisor):"; else bold "result line (written by the supervisor to $RESULT):"; fi
 	sed 's/^/  /' "$RESULT"
 	R="$(head -1 "$RESULT")"
 	say "  = status $(json_field status <<<"$R"), $(json_field kind <<<"$R") for $(json_field reason <<<"$R"):" \
@@ -217,6 +225,33 @@ fi
 if [ -s "$WORK/agent.stdout" ] && [ -s "$RESULT" ]; then
 	say "  (the agent also printed: $(cat "$WORK/agent.stdout"))"
 fi
+if [ -s "$RESULT" ]; then
+	say "  session       the id the supervisor gave this agent run (its service.instance.id): kills are matched on it"
+	say "  loop_session  the collector's session key for the loop: the trace id here, or gen_ai.conversation.id"
+	say "                when the agent sets one (session.keys); the same key as in the transition events"
+fi
+
+# --- why the kill came when it did -------------------------------------------
+# The first stuck verdict and the kill may be calls apart: only some reasons
+# kill at once. Both calls and the policy are read from what ran.
+EVENTS="$("$BIN/demowatch" --json --file "$TRACES" 2>/dev/null || true)"
+FIRST_STUCK="$(grep '"to":"stuck"' <<<"$EVENTS" | head -1 || true)"
+KILL_EVENT="$(grep '"kill":true' <<<"$EVENTS" | head -1 || true)"
+if [ -n "$FIRST_STUCK" ] && [ -n "$KILL_EVENT" ]; then
+	S_CALL="$(json_field call_index <<<"$FIRST_STUCK")"
+	K_CALL="$(json_field call_index <<<"$KILL_EVENT")"
+	if [ "$S_CALL" != "$K_CALL" ]; then
+		KILL_REASONS="$(sed -n 's/^ *reasons: *\[\(.*\)\].*/\1/p' "$ROOT/config/demo.yaml" | head -1)"
+		KILL_REASONS="${KILL_REASONS//, / or }"
+		AFTER_CALLS="$(sed -n 's/^ *after_loop_calls: *\([0-9]*\).*/\1/p' "$ROOT/config/demo.yaml" | head -1)"
+		say ""
+		bold "why the kill came at call $K_CALL and not at call $S_CALL"
+		say "  call $S_CALL made the session stuck ($(json_field reason <<<"$FIRST_STUCK"): $(json_field explanation <<<"$FIRST_STUCK"))."
+		say "  The kill policy (config/demo.yaml, kill:) kills at once only for ${KILL_REASONS:-its kill.reasons},"
+		say "  and any other stuck loop once it has lasted ${AFTER_CALLS:-kill.after_loop_calls} calls: two identical results in a row"
+		say "  may still be a slow poll. Call $K_CALL: $(json_field reason <<<"$KILL_EVENT") ($(json_field explanation <<<"$KILL_EVENT")), so the kill was sent."
+	fi
+fi
 
 # --- 5. where to look --------------------------------------------------------
 say ""
@@ -224,16 +259,22 @@ bold "where to look"
 say "  collector metrics   http://127.0.0.1:$METRICS/metrics   (values now:)"
 http_get "$METRICS" /metrics 2>/dev/null | grep -E '^otelcol_(loopdetect|alertsink)_[a-z_]+(\{[^}]*\})? ' |
 	grep -vE '_bucket|_sum |_count ' | sed 's/^/                        /' | head -20 || true
-say "  exported traces     $TRACES"
-if [ -n "$EVENT_ID" ]; then
-	say "                      the kill is event $EVENT_ID: a span event \"loopdetect.transition\" on the"
-	say "                      tool span that completed the loop (OTLP JSON, one batch a line)"
+if [ "$KEEP" = 0 ]; then
+	say "  exported traces, collector log, supervisor + agent log: deleted now (DEMO_KEEP=0);"
+	say "                      run \`make demo\` without DEMO_KEEP=0 to keep them"
 else
-	say "                      transition events are span events \"loopdetect.transition\" (OTLP JSON)"
+	say "  exported traces     $TRACES"
+	if [ -n "$EVENT_ID" ]; then
+		say "                      the kill is event $EVENT_ID: a span event \"loopdetect.transition\" on the"
+		say "                      tool span that completed the loop (OTLP JSON, one batch a line)"
+	else
+		say "                      transition events are span events \"loopdetect.transition\" (OTLP JSON)"
+	fi
+	say "                      replay them: bin/demowatch --file $TRACES"
+	say "  collector log       $WORK/collector.log"
+	say "  supervisor + agent  $WORK/supervisor+agent.log"
 fi
-say "                      replay them: bin/demowatch --file $TRACES"
-say "  collector log       $WORK/collector.log"
-say "  supervisor + agent  $WORK/supervisor+agent.log"
+say "  your own agent      README.md, \"Watch your own agent\""
 say ""
 if [ "${DEMO_HOLD:-0}" = 1 ] && [ -t 0 ]; then
 	read -r -p "the collector is still running (metrics on :$METRICS); press Enter to stop everything " _ || true

@@ -1,6 +1,6 @@
 // Command loopagent is a simulated AI agent. It emits real OpenTelemetry
 // GenAI spans (invoke_agent, chat, execute_tool) over OTLP with the OTel Go
-// SDK, following a named scenario (a seed-000 bash loop, an A-B oscillation,
+// SDK, following a named scenario (the 1,972-call bash loop, an A-B oscillation,
 // pagination, rate-limit retries, an approval wait, a terminal re-read, a
 // healthy edit/test cycle), or, with --load, a benchmark stream of many
 // concurrent sessions at a target span rate.
@@ -67,9 +67,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var c config
 	fs := flag.NewFlagSet("loopagent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.endpoint, "endpoint", "", "OTLP endpoint host:port or URL (default 127.0.0.1:4318 for http, 127.0.0.1:4317 for grpc)")
+	fs.StringVar(&c.endpoint, "endpoint", "", "OTLP endpoint host:port or URL (default $OTEL_EXPORTER_OTLP_ENDPOINT, else 127.0.0.1:4318 for http, 127.0.0.1:4317 for grpc)")
 	fs.StringVar(&c.protocol, "protocol", "http", "OTLP protocol: http (http/protobuf) or grpc")
-	fs.StringVar(&c.scenario, "scenario", "seed000", "scenario: "+strings.Join(scenario.Names(), ", "))
+	fs.StringVar(&c.scenario, "scenario", "bash-loop", "scenario: "+strings.Join(scenario.Names(), ", "))
 	fs.Float64Var(&c.speed, "speed", 1, "time compression factor: scenario gaps are divided by it (span timestamps stay real)")
 	fs.IntVar(&c.maxCalls, "max-calls", 0, "stop after this many tool calls (0: run until the scenario ends or the agent is killed)")
 	fs.StringVar(&c.sessionID, "session-id", "", "gen_ai.conversation.id written on every span (none if empty); in load mode the prefix of the sessions' ids (default: random per run)")
@@ -297,6 +297,14 @@ func splitEndpoint(ep string) (host, path string, insecure bool, err error) {
 
 func newExporter(ctx context.Context, c config) (sdktrace.SpanExporter, string, error) {
 	ep := c.endpoint
+	// Like any OTel SDK agent, the simulated one follows the standard
+	// variable when no flag says otherwise (a base URL: /v1/traces is added
+	// for http).
+	envBase := ""
+	if ep == "" {
+		envBase = os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+		ep = envBase
+	}
 	switch c.protocol {
 	case "http", "http/protobuf":
 		if ep == "" {
@@ -305,6 +313,9 @@ func newExporter(ctx context.Context, c config) (sdktrace.SpanExporter, string, 
 		host, path, insecure, err := splitEndpoint(ep)
 		if err != nil {
 			return nil, "", err
+		}
+		if envBase != "" {
+			path += "/v1/traces"
 		}
 		opts := []otlptracehttp.Option{otlptracehttp.WithEndpoint(host), otlptracehttp.WithTimeout(5 * time.Second),
 			otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: true, InitialInterval: 100 * time.Millisecond,

@@ -284,3 +284,18 @@ func TestSIGTERM(t *testing.T) {
 		t.Error("invoke_agent span not flushed on SIGTERM")
 	}
 }
+
+// TestEndpointFromEnvironment: without --endpoint the agent sends where
+// OTEL_EXPORTER_OTLP_ENDPOINT points, as the README tells users to point
+// their own agents (a base URL: the receiver is asked for /v1/traces).
+func TestEndpointFromEnvironment(t *testing.T) {
+	s, addr := httpReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+addr)
+	res, stderr, code := runAgent(t, "--scenario", "pagination", "--speed", "1000", "-q")
+	if code != 0 || res["status"] != "ok" || res["export_errors"] != float64(0) {
+		t.Fatalf("code %d result %v stderr %s", code, res, stderr)
+	}
+	if n := s.countOp("execute_tool"); n != 5 {
+		t.Errorf("%d execute_tool spans reached the receiver named by OTEL_EXPORTER_OTLP_ENDPOINT, want 5", n)
+	}
+}

@@ -18,7 +18,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -85,7 +84,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.resultFile, "result-file", "", "append the JSON result line to this file instead of stdout")
 	fs.StringVar(&o.onKill, "on-kill", "", "clean-up hook run with /bin/sh -c after the agent was stopped; gets $"+envResult)
 	fs.StringVar(&o.instanceID, "instance-id", "", "session / service.instance.id to give the agent (default: a random UUID)")
-	fs.StringVar(&o.serviceName, "service-name", "", "OTEL_SERVICE_NAME for the agent if it has none (default: the command's base name)")
+	fs.StringVar(&o.serviceName, "service-name", "", "set OTEL_SERVICE_NAME for the agent (default: not set, so the name the agent gives itself stands)")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL to the agent's process group")
 	fs.DurationVar(&o.backstop, "backstop", 2*time.Hour, "wall-clock limit for the agent (0 disables)")
 	fs.DurationVar(&o.tolerance, "timestamp-tolerance", 5*time.Minute, "accepted distance of webhook-timestamp from now")
@@ -169,10 +168,14 @@ func newUUID() string {
 
 // agentEnv is base with the supervisor's secrets removed, the instance id
 // appended to OTEL_RESOURCE_ATTRIBUTES (replacing any earlier
-// service.instance.id), OTEL_SERVICE_NAME defaulted, and the session id set.
+// service.instance.id), and the session id set. OTEL_SERVICE_NAME is set only
+// when serviceName is given (--service-name): the variable overrides the
+// name an agent sets in its own code (Claude Code would report the
+// executable's name instead of claude-code), and kills are matched by the
+// instance id, not the service name.
 func agentEnv(base []string, id, serviceName string) []string {
 	var out []string
-	resAttrs, haveService := "", false
+	resAttrs := ""
 	for _, kv := range base {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
@@ -182,7 +185,9 @@ func agentEnv(base []string, id, serviceName string) []string {
 			resAttrs = v
 			continue
 		case "OTEL_SERVICE_NAME":
-			haveService = v != ""
+			if serviceName != "" {
+				continue
+			}
 		}
 		out = append(out, kv)
 	}
@@ -196,7 +201,7 @@ func agentEnv(base []string, id, serviceName string) []string {
 	}
 	parts = append(parts, "service.instance.id="+id)
 	out = append(out, "OTEL_RESOURCE_ATTRIBUTES="+strings.Join(parts, ","))
-	if !haveService {
+	if serviceName != "" {
 		out = append(out, "OTEL_SERVICE_NAME="+serviceName)
 	}
 	return append(out, envSessionID+"="+id)
@@ -450,7 +455,7 @@ func (s *supervisor) finish(r result) {
 		ctx, cancel := context.WithTimeout(context.Background(), s.opt.hookTimeout)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, "/bin/sh", "-c", s.opt.onKill)
-		cmd.Env = append(agentEnv(os.Environ(), s.sessionID, "loopsupervisor-hook"), envResult+"="+strings.TrimSpace(string(line)))
+		cmd.Env = append(agentEnv(os.Environ(), s.sessionID, ""), envResult+"="+strings.TrimSpace(string(line)))
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
 			s.log.Printf("clean-up hook: %v", err)
@@ -486,9 +491,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if opt.instanceID == "" {
 		opt.instanceID = newUUID()
-	}
-	if opt.serviceName == "" {
-		opt.serviceName = filepath.Base(opt.argv[0])
 	}
 	ln, err := net.Listen("tcp", opt.listen)
 	if err != nil {

@@ -207,7 +207,7 @@ func TestKillStubbornAgent(t *testing.T) {
 	// The agent got the environment that makes kills matchable.
 	env := strings.Split(waitFile(t, filepath.Join(h.dir, "env"), 5*time.Second), "|")
 	assert.Contains(t, env[0], "service.instance.id="+inst)
-	assert.Equal(t, "sh", env[1])
+	assert.Equal(t, os.Getenv("OTEL_SERVICE_NAME"), env[1], "without --service-name the agent's service name is left alone")
 	assert.Equal(t, inst, env[2])
 
 	// Forged signature: 401, nothing signalled.
@@ -320,7 +320,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestAgentEnv(t *testing.T) {
-	env := agentEnv([]string{"PATH=/bin", envSecrets + "=whsec_x", "OTEL_RESOURCE_ATTRIBUTES=team=a,service.instance.id=old", "OTEL_SERVICE_NAME=mine"}, "new-id", "sh")
+	env := agentEnv([]string{"PATH=/bin", envSecrets + "=whsec_x", "OTEL_RESOURCE_ATTRIBUTES=team=a,service.instance.id=old", "OTEL_SERVICE_NAME=mine"}, "new-id", "")
 	assert.Contains(t, env, "PATH=/bin")
 	assert.Contains(t, env, "OTEL_RESOURCE_ATTRIBUTES=team=a,service.instance.id=new-id")
 	assert.Contains(t, env, "OTEL_SERVICE_NAME=mine")
@@ -328,9 +328,39 @@ func TestAgentEnv(t *testing.T) {
 	for _, kv := range env {
 		assert.False(t, strings.HasPrefix(kv, envSecrets), "secrets must not reach the agent")
 	}
-	env = agentEnv(nil, "x", "agent")
+	env = agentEnv(nil, "x", "")
 	assert.Contains(t, env, "OTEL_RESOURCE_ATTRIBUTES=service.instance.id=x")
-	assert.Contains(t, env, "OTEL_SERVICE_NAME=agent")
+}
+
+// TestAgentEnvKeepsTheAgentsServiceName: without --service-name the
+// supervisor sets no OTEL_SERVICE_NAME, so an agent that names itself in code
+// (Claude Code: claude-code) is not renamed after its executable; with the
+// flag the given name replaces an inherited one, exactly once.
+func TestAgentEnvKeepsTheAgentsServiceName(t *testing.T) {
+	serviceNames := func(env []string) []string {
+		var names []string
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, "OTEL_SERVICE_NAME="); ok {
+				names = append(names, v)
+			}
+		}
+		return names
+	}
+	for _, tt := range []struct {
+		name      string
+		base      []string
+		flag      string
+		wantNames []string
+	}{
+		{name: "no flag, none inherited", base: []string{"PATH=/bin"}, wantNames: nil},
+		{name: "no flag, inherited kept", base: []string{"OTEL_SERVICE_NAME=mine"}, wantNames: []string{"mine"}},
+		{name: "flag, none inherited", base: []string{"PATH=/bin"}, flag: "agent", wantNames: []string{"agent"}},
+		{name: "flag replaces inherited", base: []string{"OTEL_SERVICE_NAME=mine"}, flag: "agent", wantNames: []string{"agent"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.wantNames, serviceNames(agentEnv(tt.base, "id", tt.flag)))
+		})
+	}
 }
 
 func TestSafeGroup(t *testing.T) {

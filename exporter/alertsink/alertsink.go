@@ -45,8 +45,10 @@ const (
 
 // destination is one webhook receiver at run time.
 type destination struct {
-	name     string
-	cfg      *DestinationConfig
+	name string
+	cfg  *DestinationConfig
+	// shown is the endpoint as delivery errors name it (endpointForLogs).
+	shown    string
 	keys     [][]byte
 	client   *http.Client
 	disabled atomic.Bool
@@ -106,7 +108,7 @@ func (s *alertSink) start(ctx context.Context, host component.Host) error {
 		if dc.Endpoint == "" {
 			return nil
 		}
-		d := &destination{name: name, cfg: dc}
+		d := &destination{name: name, cfg: dc, shown: endpointForLogs(dc.Endpoint)}
 		for i, sec := range dc.Secrets {
 			k, err := stdwebhook.ParseSecret(string(sec))
 			if err != nil {
@@ -265,18 +267,34 @@ func (s *alertSink) deliverAll(ctx context.Context, recs []alert.Record) ([]aler
 }
 
 // retryableError is a delivery failure worth another attempt. Its text names
-// the destination, webhook-id and outcome, never the URL or a secret.
+// the destination, the endpoint it tried (without credentials or query), the
+// webhook-id and the outcome, never a secret: "connection_error" alone does
+// not tell a user that the supervisor listens on another port.
 type retryableError struct {
-	dest, id, code string
-	after          time.Duration
+	dest, url, id, code string
+	after               time.Duration
 }
 
 func (e *retryableError) Error() string {
-	msg := "alert_sink: " + e.dest + " webhook " + e.id + ": " + e.code
+	msg := "alert_sink: " + e.dest + " webhook " + e.id + " to " + e.url + ": " + e.code
+	if e.code == "connection_error" && e.dest == alert.DestKill {
+		msg += " (is the supervisor listening there? loopsupervisor --listen must match kill.endpoint)"
+	}
 	if e.after > 0 {
 		msg += " (retry after " + e.after.String() + ")"
 	}
 	return msg
+}
+
+// endpointForLogs is endpoint with what may be secret removed: user info,
+// query and fragment. An unparsable endpoint (start validates them) is
+// shown as a placeholder rather than quoted.
+func endpointForLogs(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return "<unparsable endpoint>"
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 }
 
 func (s *alertSink) count(ctx context.Context, dest, code, result string) {
@@ -327,7 +345,7 @@ func (s *alertSink) deliver(ctx context.Context, r *alert.Record) error {
 	if err != nil {
 		code := classifyTransportError(ctx, err)
 		s.count(ctx, r.Dest, code, resultRetry)
-		return &retryableError{dest: r.Dest, id: r.WebhookID, code: code}
+		return &retryableError{dest: r.Dest, url: d.shown, id: r.WebhookID, code: code}
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBody))
 	_ = resp.Body.Close()
@@ -344,18 +362,18 @@ func (s *alertSink) deliver(ctx context.Context, r *alert.Record) error {
 		if d.disabled.CompareAndSwap(false, true) {
 			s.telemetry.AlertsinkEndpointsDisabled.Add(ctx, 1, metric.WithAttributes(attribute.String("destination", r.Dest)))
 			s.logger.Error("alert_sink: receiver answered 410 Gone; destination disabled until restart, its records are dropped",
-				zap.String("destination", r.Dest), zap.String("webhook_id", r.WebhookID))
+				zap.String("destination", r.Dest), zap.String("endpoint", d.shown), zap.String("webhook_id", r.WebhookID))
 		}
 		return nil
 	case retryableStatus(resp.StatusCode):
 		after := retryAfter(resp.Header.Get("Retry-After"), now)
 		s.count(ctx, r.Dest, code, resultRetry)
-		return &retryableError{dest: r.Dest, id: r.WebhookID, code: "HTTP " + code, after: after}
+		return &retryableError{dest: r.Dest, url: d.shown, id: r.WebhookID, code: "HTTP " + code, after: after}
 	default:
 		s.count(ctx, r.Dest, code, resultRejected)
 		s.dropped(ctx, r.Dest, "rejected")
 		s.logger.Error("alert_sink: receiver rejected webhook; not retried",
-			zap.String("destination", r.Dest), zap.String("webhook_id", r.WebhookID),
+			zap.String("destination", r.Dest), zap.String("endpoint", d.shown), zap.String("webhook_id", r.WebhookID),
 			zap.String("type", r.Type), zap.Int("status", resp.StatusCode))
 		return nil
 	}

@@ -9,6 +9,10 @@
 //     result line, and the transition events are in the exported traces.
 //   - TestPaginationIsHealthy: a healthy paginating agent is never judged
 //     stuck and finishes with its own ok line.
+//   - TestReadmeStepsKillWithDefaults: the README's "Watch your own agent"
+//     steps, config/local.yaml and the supervisor's defaults, end in a
+//     delivered kill (fixed default ports replaced only where taken);
+//     TestSupervisorDefaultMatchesLocalConfig checks the address agreement.
 //   - TestKillLatency (only with LOOP_E2E_LATENCY_RUNS=N): measures the time
 //     from the arrival at the collector of the span that completes the loop
 //     pattern to the receipt of the kill webhook; see docs/latency.md.

@@ -14,8 +14,9 @@ import (
 // Config is the loop_detect processor's configuration. Every default is
 // the one createDefaultConfig sets and the README lists.
 type Config struct {
-	// Attributes maps span attributes to tool-call facts (SPEC §3). Each list
-	// replaces its default when set.
+	// Attributes maps span attributes to tool-call facts. Each list replaces
+	// its default when set; defaults in extract.DefaultKeys. Its `session`
+	// list is rejected: the session key is Session.Keys.
 	Attributes extract.Keys `mapstructure:"attributes"`
 	// Session chooses the session key: attribute keys looked up on the
 	// span, then the resource; none (default) means the trace id.
@@ -32,12 +33,14 @@ type Config struct {
 	MaxPeriod int `mapstructure:"max_period"`
 	// MinRepetitions is how often a cycle must repeat. Default 2.
 	MinRepetitions int `mapstructure:"min_repetitions"`
-	// FrequentIdentical is seed 000's rule. Default 5 of the last 10.
+	// FrequentIdentical is the rule from the 1,972-call incident (the same
+	// call repeated verbatim). Default 5 of the last 10.
 	FrequentIdentical FrequentConfig `mapstructure:"frequent_identical"`
 	// NameOnlyThreshold lets that many identical argument-less calls reach
 	// stuck; 0 (default) keeps them at uncertain.
 	NameOnlyThreshold int `mapstructure:"name_only_threshold"`
-	// TerminalReread enables seed 004's terminal re-read rule. Default true.
+	// TerminalReread enables the terminal re-read rule (an agent re-reading a
+	// completed async task result). Default true.
 	TerminalReread bool `mapstructure:"terminal_reread"`
 	// LongCycle is the rule for cycles longer than max_period (up to 24
 	// calls) that bring nothing new.
@@ -81,7 +84,7 @@ type SessionConfig struct {
 	Keys []string `mapstructure:"keys"`
 }
 
-// NormalizerConfig configures canonicalization (SPEC §4).
+// NormalizerConfig configures the canonicalization of arguments and results.
 type NormalizerConfig struct {
 	// VolatileArgKeys are argument keys dropped at any depth; '*' suffix
 	// matches a prefix. Default: request ids, timestamps, seeds, nonces,
@@ -92,9 +95,12 @@ type NormalizerConfig struct {
 	VolatileResultKeys []string `mapstructure:"volatile_result_keys"`
 	// ToolOverrides keeps or drops extra keys per tool name.
 	ToolOverrides map[string]engine.KeyOverride `mapstructure:"tool_overrides"`
-	// TerminalKeys and TerminalValues define a terminal async result.
-	// Defaults: state/status in complete, completed, succeeded, done, failed….
-	TerminalKeys   []string `mapstructure:"terminal_keys"`
+	// TerminalKeys are the top-level result keys whose value may mark a
+	// terminal async result. Default: state, status.
+	TerminalKeys []string `mapstructure:"terminal_keys"`
+	// TerminalValues are the values of those keys that do. Default:
+	// complete, completed, succeeded, success, done, failed, finished,
+	// cancelled, canceled.
 	TerminalValues []string `mapstructure:"terminal_values"`
 	// MaxCanonicalBytes caps the size canonicalized as JSON. Default 65536.
 	MaxCanonicalBytes int `mapstructure:"max_canonical_bytes"`
@@ -138,7 +144,7 @@ type FrequentConfig struct {
 	Threshold int `mapstructure:"threshold"`
 }
 
-// RetryConfig is the default retry policy (SPEC §5).
+// RetryConfig is the default retry policy, for agents that declare none.
 type RetryConfig struct {
 	// RetryableClasses match error classes as case-insensitive substrings.
 	// Default: rate_limit, 429, 503, timeout, unavailable, throttl, overloaded….
@@ -159,7 +165,7 @@ type LeaseConfig struct {
 	MaxRenewals int `mapstructure:"max_renewals"`
 }
 
-// KillConfig is the kill policy (SPEC §6).
+// KillConfig is the kill policy.
 type KillConfig struct {
 	// Enabled turns kill decisions on. Default true.
 	Enabled bool `mapstructure:"enabled"`
@@ -295,9 +301,34 @@ func (c *Config) keys() extract.Keys {
 // confmap.Validate like every nested config.
 func (c *Config) Validate() error {
 	var errs []error
+	if c.Attributes.Session != nil {
+		errs = append(errs, fmt.Errorf("attributes.session %q is not read: the session key is configured with session.keys (move the list there)", c.Attributes.Session))
+	}
 	ec, err := c.engineConfig()
 	if err != nil {
 		errs = append(errs, err)
+	}
+	// The engine's own messages for these leave the value out; report them
+	// here with it, and let the engine check the rest with sane stand-ins.
+	if c.Backstop < 0 {
+		errs = append(errs, fmt.Errorf("backstop must not be negative (0 disables it), got %s", c.Backstop))
+		ec.Backstop = 0
+	}
+	if c.IdleTimeout < 0 {
+		errs = append(errs, fmt.Errorf("idle_timeout must not be negative, got %s", c.IdleTimeout))
+		ec.IdleTimeout = 0
+	}
+	if c.Retry.InitialInterval < 0 {
+		errs = append(errs, fmt.Errorf("retry.initial_interval must not be negative, got %s", c.Retry.InitialInterval))
+		ec.RetryPolicy.InitialInterval = 0
+	}
+	if c.Retry.BackoffRate < 1 {
+		errs = append(errs, fmt.Errorf("retry.backoff_rate must be ≥ 1, got %v", c.Retry.BackoffRate))
+		ec.RetryPolicy.BackoffRate = 1
+	}
+	if c.Retry.MaxAttempts < 1 {
+		errs = append(errs, fmt.Errorf("retry.max_attempts must be ≥ 1, got %d", c.Retry.MaxAttempts))
+		ec.RetryPolicy.MaxAttempts = 1
 	}
 	if err := ec.Validate(); err != nil {
 		errs = append(errs, err)

@@ -12,6 +12,7 @@ package scenario
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -113,6 +114,8 @@ type Wait struct {
 type Scenario struct {
 	// Name is what --scenario selects.
 	Name string
+	// Aliases are older names --scenario still accepts.
+	Aliases []string
 	// Description is one line for --help.
 	Description string
 	// Agent is gen_ai.agent.name.
@@ -147,7 +150,7 @@ func Names() []string {
 // Get returns the scenario with the given name.
 func Get(name string) (Scenario, error) {
 	for _, s := range All() {
-		if s.Name == name {
+		if s.Name == name || slices.Contains(s.Aliases, name) {
 			return s, nil
 		}
 	}
@@ -192,8 +195,9 @@ func seed000() Scenario {
 	}
 	loop := Call{Tool: "bash", Args: jsonArgs("command", seed000LoopCommand), Result: seed000LoopResult}
 	return Scenario{
-		Name:        "seed000",
-		Description: "seed 000: 16 varied calls, then the same bash call with the same result until killed",
+		Name:        "bash-loop",
+		Aliases:     []string{"seed000"},
+		Description: "the 1,972-call incident: 16 varied calls, then the same bash call with the same result until killed",
 		Agent:       "pi",
 		Loops:       true,
 		Next: func(i int) (Call, bool) {
@@ -222,7 +226,7 @@ func oscillation() Scenario {
 		Result: `{"doc_id":"brief-1","accepted_sources":["src-1"],"text":"Loops are periodic action sequences."}`}
 	return Scenario{
 		Name:        "oscillation",
-		Description: "seed 001: A-B-A-B web_search/read_document with an unchanged brief, until killed",
+		Description: "a search/read oscillation: A-B-A-B web_search/read_document with an unchanged brief, until killed",
 		Agent:       "researcher",
 		Loops:       true,
 		Next: func(i int) (Call, bool) {
@@ -370,7 +374,7 @@ func terminalReread() Scenario {
 	complete := `{"task_id":"` + terminalTaskID + `","state":"complete","result":{"summary":"3 regressions in checkout latency","tickets_suggested":2}}`
 	return Scenario{
 		Name:        "terminal-reread",
-		Description: "seed 004: async task reaches state=complete, then the agent re-reads the same complete result until killed",
+		Description: "an async task reaches state=complete, then the agent re-reads the same complete result until killed",
 		Agent:       "analyst",
 		Loops:       true,
 		Next: func(i int) (Call, bool) {

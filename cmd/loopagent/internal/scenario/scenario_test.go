@@ -162,9 +162,13 @@ func checkCommon(t *testing.T, r run, s Scenario) {
 }
 
 func TestAllScenariosRegistered(t *testing.T) {
-	want := []string{"approval", "healthy-edit-test", "oscillation", "pagination", "ratelimit", "seed000", "terminal-reread"}
+	want := []string{"approval", "bash-loop", "healthy-edit-test", "oscillation", "pagination", "ratelimit", "terminal-reread"}
 	if got := strings.Join(Names(), ","); got != strings.Join(want, ",") {
 		t.Fatalf("scenarios %s, want %s", got, strings.Join(want, ","))
+	}
+	// The name the bash loop had before it was named after what it is.
+	if s, err := Get("seed000"); err != nil || s.Name != "bash-loop" {
+		t.Fatalf("Get(seed000) = %q, %v; want the bash-loop scenario", s.Name, err)
 	}
 	if _, err := Get("nope"); err == nil {
 		t.Fatal("unknown scenario accepted")
