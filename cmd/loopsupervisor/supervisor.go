@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -84,7 +85,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.secretFile, "secret-file", "", "file with one or two whsec_ secrets, one per line")
 	fs.StringVar(&o.resultFile, "result-file", "", "append the JSON result line to this file instead of stdout")
 	fs.StringVar(&o.onKill, "on-kill", "", "clean-up hook run with /bin/sh -c after the agent was stopped; gets $"+envResult)
-	fs.StringVar(&o.instanceID, "instance-id", "", "session / service.instance.id to give the agent (default: a random UUID)")
+	fs.StringVar(&o.instanceID, "instance-id", "", fmt.Sprintf("session / service.instance.id to give the agent; the only key a kill is accepted for, so it must be unguessable (at least %d characters; default: a random UUID)", minInstanceIDLen))
 	fs.StringVar(&o.serviceName, "service-name", "", "OTEL_SERVICE_NAME for the agent if it has none (default: the command's base name)")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL to the agent's process group")
 	fs.DurationVar(&o.backstop, "backstop", 2*time.Hour, "wall-clock limit for the agent (0 disables)")
@@ -101,6 +102,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.grace < 0 || o.backstop < 0 || o.tolerance <= 0 || o.hookTimeout <= 0 {
 		return o, errors.New("durations must not be negative (and --timestamp-tolerance, --hook-timeout positive)")
+	}
+	if o.instanceID != "" && len(o.instanceID) < minInstanceIDLen {
+		return o, fmt.Errorf("--instance-id %q: at least %d characters: kills are accepted for this id alone, so it must not be guessable", o.instanceID, minInstanceIDLen)
 	}
 	if o.replayWindow < 2*o.tolerance {
 		return o, fmt.Errorf("--replay-window (%s) must be at least twice --timestamp-tolerance (%s)", o.replayWindow, o.tolerance)
@@ -157,6 +161,15 @@ func checkLoopback(addr string) error {
 	}
 	return fmt.Errorf("--listen: %q is not a loopback address; the supervisor serves plain HTTP on loopback only", host)
 }
+
+// minInstanceIDLen is the shortest --instance-id accepted: the id is the
+// capability a kill must present, so a short or predictable one would let
+// anyone who can send spans stop the agent.
+const minInstanceIDLen = 16
+
+// newInstanceID is the default instance id: a random (version 4) UUID,
+// 122 bits from crypto/rand.
+func newInstanceID() string { return newUUID() }
 
 func newUUID() string {
 	var b [16]byte
@@ -372,16 +385,18 @@ func (s *supervisor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.answer(w, http.StatusOK, reply{Result: "killed"})
 }
 
-// matches reports whether a kill's target is our agent: by the
-// service.instance.id we gave it, or by its pid (on this host).
+// matches reports whether a kill's target is our agent. The unguessable
+// service.instance.id we gave it is required: a PID or host name is no
+// secret (a sender can put any process.pid on its spans), so they may only
+// narrow the match, never replace the id.
 func (s *supervisor) matches(t webhook.Target) bool {
-	if t.ServiceInstanceID != "" {
-		return t.ServiceInstanceID == s.sessionID
+	if t.ServiceInstanceID == "" || subtle.ConstantTimeCompare([]byte(t.ServiceInstanceID), []byte(s.sessionID)) != 1 {
+		return false
 	}
-	if t.PID > 0 && t.PID == int64(s.agent.pid) {
-		return t.HostName == "" || t.HostName == s.hostname
+	if t.PID > 0 && t.PID != int64(s.agent.pid) {
+		return false
 	}
-	return false
+	return t.HostName == "" || t.HostName == s.hostname
 }
 
 // terminate stops the agent's process group: SIGTERM, grace, SIGKILL. It
@@ -485,7 +500,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if opt.instanceID == "" {
-		opt.instanceID = newUUID()
+		opt.instanceID = newInstanceID()
 	}
 	if opt.serviceName == "" {
 		opt.serviceName = filepath.Base(opt.argv[0])
