@@ -19,7 +19,9 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,8 +43,9 @@ const (
 
 // Environment variables.
 const (
-	// EnvSecrets holds the whsec_ secrets (space or comma separated). It is
-	// removed from the agent's environment.
+	// EnvSecrets holds the whsec_ secrets (space or comma separated), read
+	// only with --allow-env-secrets. It is removed from the agent's
+	// environment.
 	envSecrets = "LOOPSUPERVISOR_SECRETS"
 	// EnvSessionID tells the agent its supervisor session id (equal to the
 	// service.instance.id the supervisor put into OTEL_RESOURCE_ATTRIBUTES).
@@ -59,6 +62,8 @@ type options struct {
 	listen       string
 	addrFile     string
 	secretFile   string
+	allowEnv     bool
+	agentUser    string
 	resultFile   string
 	onKill       string
 	instanceID   string
@@ -77,12 +82,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: loopsupervisor [flags] -- AGENT_CMD ARGS...")
-		fmt.Fprintln(stderr, "Secrets: --secret-file and/or $"+envSecrets+" (whsec_..., at most 4).")
+		fmt.Fprintln(stderr, "Secrets: --secrets-file (mode 0600), or $"+envSecrets+" with --allow-env-secrets (whsec_..., at most 4).")
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8787", "loopback address to serve kill webhooks on (port 0 picks a free port)")
 	fs.StringVar(&o.addrFile, "addr-file", "", "write the address actually listened on to this file")
-	fs.StringVar(&o.secretFile, "secret-file", "", "file with one or two whsec_ secrets, one per line")
+	fs.StringVar(&o.secretFile, "secrets-file", "", "file with one or two whsec_ secrets, one per line; must not be readable by group or others (0600)")
+	fs.StringVar(&o.secretFile, "secret-file", "", "older name of --secrets-file")
+	fs.BoolVar(&o.allowEnv, "allow-env-secrets", false, "also read secrets from $"+envSecrets+" (an agent of the same user can read the supervisor's environment where /proc is open to it)")
+	fs.StringVar(&o.agentUser, "agent-user", "", "run the agent as this user (name or uid), so it can read neither the secrets file nor the supervisor's memory; needs root")
 	fs.StringVar(&o.resultFile, "result-file", "", "append the JSON result line to this file instead of stdout")
 	fs.StringVar(&o.onKill, "on-kill", "", "clean-up hook run with /bin/sh -c after the agent was stopped; gets $"+envResult)
 	fs.StringVar(&o.instanceID, "instance-id", "", fmt.Sprintf("session / service.instance.id to give the agent; the only key a kill is accepted for, so it must be unguessable (at least %d characters; default: a random UUID)", minInstanceIDLen))
@@ -117,7 +125,11 @@ func loadKeys(o options) ([][]byte, error) {
 	if o.secretFile != "" {
 		f, err := os.Open(o.secretFile)
 		if err != nil {
-			return nil, fmt.Errorf("--secret-file: %w", err)
+			return nil, fmt.Errorf("--secrets-file: %w", err)
+		}
+		if err := checkPrivate(f); err != nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("--secrets-file %s: %w", o.secretFile, err)
 		}
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
@@ -127,12 +139,17 @@ func loadKeys(o options) ([][]byte, error) {
 		}
 		_ = f.Close()
 		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("--secret-file: %w", err)
+			return nil, fmt.Errorf("--secrets-file: %w", err)
 		}
 	}
-	raw = append(raw, strings.FieldsFunc(os.Getenv(envSecrets), func(r rune) bool { return r == ',' || r == ' ' || r == '\n' })...)
+	if env := os.Getenv(envSecrets); env != "" {
+		if !o.allowEnv {
+			return nil, errors.New("$" + envSecrets + " is set: secrets in the supervisor's environment are readable by an agent of the same user (/proc/<pid>/environ); use --secrets-file (mode 0600), or --allow-env-secrets to accept the risk")
+		}
+		raw = append(raw, strings.FieldsFunc(env, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' })...)
+	}
 	if len(raw) == 0 {
-		return nil, errors.New("no signing secret: use --secret-file or $" + envSecrets)
+		return nil, errors.New("no signing secret: use --secrets-file (or $" + envSecrets + " with --allow-env-secrets)")
 	}
 	if len(raw) > 4 {
 		return nil, fmt.Errorf("at most 4 secrets, got %d", len(raw))
@@ -146,6 +163,46 @@ func loadKeys(o options) ([][]byte, error) {
 		keys = append(keys, k)
 	}
 	return keys, nil
+}
+
+// checkPrivate refuses a secrets file others may read: anyone who can read
+// it can sign kills.
+func checkPrivate(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("not a regular file (%s)", fi.Mode())
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("mode %04o lets group or others read it; chmod 0600", perm)
+	}
+	return nil
+}
+
+// agentCredential resolves --agent-user (a name or a numeric uid) to the
+// credential the agent is started with: that user's uid, primary gid and
+// no supplementary groups. nil when the flag is unset.
+func agentCredential(name string) (*syscall.Credential, error) {
+	if name == "" {
+		return nil, nil
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		if u, err = user.LookupId(name); err != nil {
+			return nil, fmt.Errorf("--agent-user %q: %w", name, err)
+		}
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, fmt.Errorf("--agent-user %q: %w", name, err)
+	}
+	if int(uid) == os.Geteuid() {
+		return nil, fmt.Errorf("--agent-user %q is the supervisor's own user: the agent could read the secrets", name)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
 }
 
 func checkLoopback(addr string) error {
@@ -223,7 +280,7 @@ type agent struct {
 	status     syscall.WaitStatus // valid after leaderDone
 }
 
-func startAgent(argv, env []string) (*agent, error) {
+func startAgent(argv, env []string, cred *syscall.Credential) (*agent, error) {
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		return nil, err
@@ -231,7 +288,7 @@ func startAgent(argv, env []string) (*agent, error) {
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
 		Env:   env,
 		Files: []uintptr{os.Stdin.Fd(), os.Stdout.Fd(), os.Stderr.Fd()},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Credential: cred},
 	})
 	if err != nil {
 		return nil, err
@@ -499,6 +556,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		logger.Print(err)
 		return exitUsage
 	}
+	cred, err := agentCredential(opt.agentUser)
+	if err != nil {
+		logger.Print(err)
+		return exitUsage
+	}
+	if err = hideProcEntries(); err != nil {
+		logger.Printf("cannot make the supervisor non-dumpable (an agent of the same user may read its memory): %v", err)
+	}
 	if opt.instanceID == "" {
 		opt.instanceID = newInstanceID()
 	}
@@ -540,7 +605,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	signal.Notify(sigCh, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigCh)
 
-	a, err := startAgent(opt.argv, agentEnv(os.Environ(), opt.instanceID, opt.serviceName))
+	a, err := startAgent(opt.argv, agentEnv(os.Environ(), opt.instanceID, opt.serviceName), cred)
 	if err != nil {
 		logger.Printf("starting agent: %v", err)
 		return exitInternal

@@ -349,9 +349,9 @@ func TestUsageErrors(t *testing.T) {
 	assert.Equal(t, exitUsage, run(context.Background(), []string{"--listen", "127.0.0.1:0"}, io.Discard, io.Discard))
 	assert.Equal(t, exitUsage, run(context.Background(), []string{"--listen", "127.0.0.1:0", "--", "true"}, io.Discard, io.Discard), "no secret")
 	t.Setenv(envSecrets, testSecret)
-	assert.Equal(t, exitUsage, run(context.Background(), []string{"--listen", "0.0.0.0:0", "--", "true"}, io.Discard, io.Discard), "non-loopback")
+	assert.Equal(t, exitUsage, run(context.Background(), []string{"--allow-env-secrets", "--listen", "0.0.0.0:0", "--", "true"}, io.Discard, io.Discard), "non-loopback")
 	t.Setenv(envSecrets, "whsec_short")
-	assert.Equal(t, exitUsage, run(context.Background(), []string{"--listen", "127.0.0.1:0", "--", "true"}, io.Discard, io.Discard))
+	assert.Equal(t, exitUsage, run(context.Background(), []string{"--allow-env-secrets", "--listen", "127.0.0.1:0", "--", "true"}, io.Discard, io.Discard))
 }
 
 func TestAgentEnv(t *testing.T) {
