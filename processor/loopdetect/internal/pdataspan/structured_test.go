@@ -48,8 +48,8 @@ func TestStructuredValueMatchesAsString(t *testing.T) {
 			v.Map().PutEmptyMap("B").PutDouble("x", 3)
 			return v
 		},
-		"slice":       func() pcommon.Value { v := pcommon.NewValueSlice(); v.Slice().AppendEmpty().SetInt(7); return v },
-		"empty slice": func() pcommon.Value { return pcommon.NewValueSlice() },
+		"slice":                 func() pcommon.Value { v := pcommon.NewValueSlice(); v.Slice().AppendEmpty().SetInt(7); return v },
+		"empty slice":           func() pcommon.Value { return pcommon.NewValueSlice() },
 		"deep within the bound": func() pcommon.Value { return deepKvlist(MaxStructuredDepth - 1) },
 	}
 	for name, f := range build {
