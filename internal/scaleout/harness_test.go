@@ -58,7 +58,25 @@ func binaries(t testing.TB) (collector, gateway, agent string) {
 	return bins.collector, bins.gateway, bins.agent
 }
 
+// The bearer tokens the configs require (docs/security.md), in the
+// environment every process started here inherits: the gateway reads
+// LOOP_OTLP_TOKEN and LOOP_TIER2_TOKEN, tier 2 LOOP_TIER2_TOKEN, and the
+// agents send theirs through the OTel SDK's OTEL_EXPORTER_OTLP_HEADERS.
+const (
+	otlpToken  = "scaleout-test-otlp-token"
+	tier2Token = "scaleout-test-tier2-token"
+)
+
 func TestMain(m *testing.M) {
+	for k, v := range map[string]string{
+		"LOOP_OTLP_TOKEN":            otlpToken,
+		"LOOP_TIER2_TOKEN":           tier2Token,
+		"OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer%20" + otlpToken,
+	} {
+		if err := os.Setenv(k, v); err != nil {
+			panic(err)
+		}
+	}
 	code := m.Run()
 	builds.Remove()
 	os.Exit(code)
@@ -89,11 +107,15 @@ type tier2 struct {
 const tier2Config = `extensions:
   health_check:
     endpoint: 127.0.0.1:{{health}}
+  bearertokenauth/tier1:
+    token: ${env:LOOP_TIER2_TOKEN}
 receivers:
   otlp:
     protocols:
       grpc:
         endpoint: 127.0.0.1:{{grpc}}
+        auth:
+          authenticator: bearertokenauth/tier1
 processors:
   memory_limiter:
     check_interval: 1s
@@ -124,7 +146,7 @@ exporters:
       max_interval: 1s
       max_elapsed_time: 30s
 service:
-  extensions: [health_check]
+  extensions: [health_check, bearertokenauth/tier1]
   pipelines:
     traces:
       receivers: [otlp]
