@@ -23,8 +23,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-loop/otelcol-loop/exporter/alertsink/internal/metadatatest"
-	"github.com/otelcol-loop/otelcol-loop/internal/stdwebhook"
 	"github.com/otelcol-loop/otelcol-loop/internal/loopevent"
+	"github.com/otelcol-loop/otelcol-loop/internal/stdwebhook"
 )
 
 // The Standard Webhooks known-answer vector, through the signer the
