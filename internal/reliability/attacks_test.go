@@ -78,7 +78,7 @@ func TestPIDOnlyKillIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	secret := testproc.NewSecret(t)
 	inst := instanceID(t)
-	sup := startSupervisor(t, dir, secret, inst, sleeper)
+	sup := startSupervisor(t, dir, secret, inst, sleeper, nil)
 	c := startCollector(t, dir, sup.port, secret, 1000)
 
 	var calls []call
@@ -108,7 +108,7 @@ func TestZeroTraceIDDoesNotMergeSenders(t *testing.T) {
 	dir := t.TempDir()
 	secret := testproc.NewSecret(t)
 	inst := instanceID(t)
-	sup := startSupervisor(t, dir, secret, inst, sleeper)
+	sup := startSupervisor(t, dir, secret, inst, sleeper, nil)
 	c := startCollector(t, dir, sup.port, secret, 1000)
 	for i := 0; i < 6; i++ {
 		res := map[string]any{"service.name": "agent", "service.instance.id": fmt.Sprintf("other-agent-%d", i)}
@@ -185,7 +185,7 @@ func TestCraftedShardFloodDoesNotEvictTheVictim(t *testing.T) {
 	dir := t.TempDir()
 	secret := testproc.NewSecret(t)
 	inst := instanceID(t)
-	sup := startSupervisor(t, dir, secret, inst, sleeper)
+	sup := startSupervisor(t, dir, secret, inst, sleeper, nil)
 	c := startCollector(t, dir, sup.port, secret, maxSessions)
 	victim := traceID(3, 1)
 	res := map[string]any{"service.name": "agent", "service.instance.id": inst}
@@ -223,10 +223,12 @@ func TestCraftedShardFloodDoesNotEvictTheVictim(t *testing.T) {
 	}
 }
 
-// TestSecretIsOutOfTheAgentsReach: the agent looks for the signing secret
-// where it used to find it (the supervisor's environment and memory via
-// /proc, the secrets file) and finds nothing; a secret in the supervisor's
-// environment is refused unless allowed explicitly.
+// TestSecretIsOutOfTheAgentsReach: the supervisor holds the signing secret
+// in its environment (allowed explicitly here, so there is something to
+// find) and in its secrets file; the agent looks where it used to find it,
+// /proc/<supervisor pid>/environ, and — when it runs as another user — the
+// secrets file, and finds nothing. Without the explicit flag a secret in
+// the environment is refused.
 func TestSecretIsOutOfTheAgentsReach(t *testing.T) {
 	dir, out := t.TempDir(), t.TempDir()
 	for _, d := range []string{filepath.Dir(out), out} {
@@ -238,17 +240,20 @@ func TestSecretIsOutOfTheAgentsReach(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := testproc.NewSecret(t)
-	probe := `{ tr '\0' '\n' < /proc/$PPID/environ; head -c 1000000 /proc/$PPID/mem; cat "` + filepath.Join(dir, "supervisor.secrets") + `"; } > "` + out + `/read" 2>&1; echo done > "` + out + `/done"; exec sleep 300`
-	var extra []string
+	look := `tr '\0' '\n' < /proc/$PPID/environ; tr '\0' '\n' < /proc/$PPID/cmdline;`
+	extra := []string{"--allow-env-secrets"}
 	if os.Geteuid() == 0 {
-		// Root reads any process's /proc entries: the agent must be
-		// another user, as the docs require when the supervisor runs as root.
+		// Root reads any process's /proc entries and any file: the agent
+		// must be another user, as docs/security.md requires; then the
+		// 0600 secrets file is out of its reach too.
 		if _, err := user.Lookup("nobody"); err != nil {
 			t.Fatalf("running as root needs a 'nobody' user to run the agent as: %v", err)
 		}
-		extra = []string{"--agent-user", "nobody"}
+		extra = append(extra, "--agent-user", "nobody")
+		look += ` cat "` + filepath.Join(dir, "supervisor.secrets") + `";`
 	}
-	sup := startSupervisor(t, dir, secret, instanceID(t), probe, extra...)
+	probe := `{ ` + look + ` } > "` + out + `/read" 2>&1; echo done > "` + out + `/done"; exec sleep 300`
+	sup := startSupervisor(t, dir, secret, instanceID(t), probe, []string{"LOOPSUPERVISOR_SECRETS=" + secret}, extra...)
 	if !testproc.Eventually(10*time.Second, func() bool { _, err := os.Stat(filepath.Join(out, "done")); return err == nil }) {
 		t.Fatalf("the probe did not run; supervisor log:\n%s", sup.LogText())
 	}
@@ -256,9 +261,11 @@ func TestSecretIsOutOfTheAgentsReach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := strings.TrimPrefix(secret, "whsec_")
-	if strings.Contains(string(read), key) {
+	if strings.Contains(string(read), strings.TrimPrefix(secret, "whsec_")) {
 		t.Fatal("the agent read the supervisor's signing secret")
+	}
+	if !strings.Contains(string(read), "ermission denied") {
+		t.Fatalf("the probe was not refused anything:\n%s", read)
 	}
 
 	// The secret in the supervisor's own environment: refused by default.

@@ -224,7 +224,7 @@ var agentPIDRe = regexp.MustCompile(`agent pid (\d+)`)
 
 // startSupervisor runs loopsupervisor around script (sh -c) with a 0600
 // secrets file, and waits for the agent's pid in its log.
-func startSupervisor(t testing.TB, dir, secret, instance, script string, extra ...string) *supervisor {
+func startSupervisor(t testing.TB, dir, secret, instance, script string, env []string, extra ...string) *supervisor {
 	t.Helper()
 	_, bin := binaries(t)
 	secrets := filepath.Join(dir, "supervisor.secrets")
@@ -235,7 +235,7 @@ func startSupervisor(t testing.TB, dir, secret, instance, script string, extra .
 	args := append([]string{bin, "--secrets-file", secrets, "--listen", "127.0.0.1:" + strconv.Itoa(s.port),
 		"--instance-id", instance, "--grace", "2s", "--backstop", "5m"}, extra...)
 	args = append(args, "--", "/bin/sh", "-c", script)
-	s.Proc = testproc.Start(t, dir, "supervisor", nil, "", args...)
+	s.Proc = testproc.Start(t, dir, "supervisor", env, "", args...)
 	if !testproc.Eventually(10*time.Second, func() bool {
 		m := agentPIDRe.FindStringSubmatch(s.LogText())
 		if m == nil {
