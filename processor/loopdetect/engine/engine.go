@@ -69,9 +69,10 @@ func New(cfg Config) (*Engine, error) {
 			e.killReasons[r] = true
 		}
 	}
-	// Tool names unused for the idle timeout may make room for new ones:
-	// a session still holding such a name in its history has been idle
-	// that long (and is about to expire).
+	// Tool names unused for the idle timeout may make room for new ones.
+	// A history record older than that may then show the id's new name:
+	// only in an explanation's tool list, since twins are told apart among
+	// spans nested in one another, which are never that far apart.
 	nameAge := cfg.IdleTimeout
 	if nameAge <= 0 {
 		nameAge = defaultNameAge
