@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,5 +105,29 @@ func TestToolNameTableIsBoundedAndRecovers(t *testing.T) {
 	}
 	if n := e.internedNames(); n > maxInternedTotal {
 		t.Fatalf("%d tool names kept, bound %d", n, maxInternedTotal)
+	}
+}
+
+// TestGlobalBoundUnderConcurrency: eviction across shards (a new session
+// landing in an empty shard at the bound takes another shard's oldest)
+// never deadlocks and keeps the count within the bound plus one per
+// concurrent caller.
+func TestGlobalBoundUnderConcurrency(t *testing.T) {
+	const max, workers = 8, 8
+	e := mustEngine(t, func(c *Config) { c.MaxSessions = max })
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 500; i++ {
+				b := newBuilder(fmt.Sprintf("w%d-s%d", w, i))
+				observeAll(e, []*ToolCall{b.call(time.Duration(i)*time.Millisecond, "t", `{}`, "r")})
+			}
+		}()
+	}
+	wg.Wait()
+	if n := e.Stats().Sessions.Load(); n > max+workers {
+		t.Fatalf("%d sessions tracked, bound %d (+%d concurrent)", n, max, workers)
 	}
 }
