@@ -97,3 +97,27 @@ func TestDeepValueCostsLittleMemory(t *testing.T) {
 	require.True(t, got.Truncated)
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(4<<20), "bytes allocated rendering one deep value")
 }
+
+// BenchmarkValueDeep renders the 200,000-deep kvlist of the memory attack
+// (B/op is what one such value costs; AsString took ~98 MB).
+func BenchmarkValueDeep(b *testing.B) {
+	v := deepKvlist(200_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		if !Value(v).Truncated {
+			b.Fatal("not truncated")
+		}
+	}
+}
+
+// BenchmarkValueFlat renders an ordinary arguments map.
+func BenchmarkValueFlat(b *testing.B) {
+	v := pcommon.NewValueMap()
+	v.Map().PutStr("command", "npm test -- --watch=false")
+	v.Map().PutStr("cwd", "/home/agent/project")
+	v.Map().PutInt("timeout", 120000)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = Value(v)
+	}
+}
