@@ -17,7 +17,10 @@ import (
 var testEnv = []string{
 	// Standard Webhooks secret of the BUILD-NOTES known-answer vector.
 	"LOOPDETECT_WEBHOOK_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+	// The alert receiver's own secret (it may not share the kill secret).
+	"LOOPDETECT_ALERTS_SECRET=whsec_YWxlcnRzLW9ubHktc2VjcmV0LWZvci10aGUtdGVzdHM=",
 	"LOOPDETECT_DIGEST_KEY=test-digest-key-0123456789abcdef",
+	"LOOP_OTLP_TOKEN=test-otlp-token-0123456789abcdef",
 }
 
 func repoRoot(t *testing.T) string {

@@ -153,7 +153,7 @@ track $! demowatch
 
 # --- 3. the supervisor around the agent --------------------------------------
 env LOOPSUPERVISOR_SECRETS="$SECRET" \
-	"$BIN/loopsupervisor" --listen "127.0.0.1:$SUPERVISOR" --grace 5s --backstop 10m \
+	"$BIN/loopsupervisor" --allow-env-secrets --listen "127.0.0.1:$SUPERVISOR" --grace 5s --backstop 10m \
 	--result-file "$RESULT" -- \
 	"$BIN/loopagent" --endpoint "127.0.0.1:$OTLP_HTTP" --scenario "$SCENARIO" --speed "$SPEED" \
 	>"$WORK/agent.stdout" 2>"$WORK/supervisor+agent.log" &

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"os/user"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,8 +42,9 @@ const (
 
 // Environment variables.
 const (
-	// EnvSecrets holds the whsec_ secrets (space or comma separated). It is
-	// removed from the agent's environment.
+	// EnvSecrets holds the whsec_ secrets (space or comma separated), read
+	// only with --allow-env-secrets. It is removed from the agent's
+	// environment.
 	envSecrets = "LOOPSUPERVISOR_SECRETS"
 	// EnvSessionID tells the agent its supervisor session id (equal to the
 	// service.instance.id the supervisor put into OTEL_RESOURCE_ATTRIBUTES).
@@ -57,6 +61,8 @@ type options struct {
 	listen       string
 	addrFile     string
 	secretFile   string
+	allowEnv     bool
+	agentUser    string
 	resultFile   string
 	onKill       string
 	instanceID   string
@@ -75,15 +81,18 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: loopsupervisor [flags] -- AGENT_CMD ARGS...")
-		fmt.Fprintln(stderr, "Secrets: --secret-file and/or $"+envSecrets+" (whsec_..., at most 4).")
+		fmt.Fprintln(stderr, "Secrets: --secrets-file (mode 0600), or $"+envSecrets+" with --allow-env-secrets (whsec_..., at most 4).")
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8787", "loopback address to serve kill webhooks on (port 0 picks a free port)")
 	fs.StringVar(&o.addrFile, "addr-file", "", "write the address actually listened on to this file")
-	fs.StringVar(&o.secretFile, "secret-file", "", "file with one or two whsec_ secrets, one per line")
+	fs.StringVar(&o.secretFile, "secrets-file", "", "file with one or two whsec_ secrets, one per line; must not be readable by group or others (0600)")
+	fs.StringVar(&o.secretFile, "secret-file", "", "older name of --secrets-file")
+	fs.BoolVar(&o.allowEnv, "allow-env-secrets", false, "also read secrets from $"+envSecrets+" (an agent of the same user can read the supervisor's environment where /proc is open to it)")
+	fs.StringVar(&o.agentUser, "agent-user", "", "run the agent as this user (name or uid), so it can read neither the secrets file nor the supervisor's memory; needs root")
 	fs.StringVar(&o.resultFile, "result-file", "", "append the JSON result line to this file instead of stdout")
 	fs.StringVar(&o.onKill, "on-kill", "", "clean-up hook run with /bin/sh -c after the agent was stopped; gets $"+envResult)
-	fs.StringVar(&o.instanceID, "instance-id", "", "session / service.instance.id to give the agent (default: a random UUID)")
+	fs.StringVar(&o.instanceID, "instance-id", "", fmt.Sprintf("session / service.instance.id to give the agent; the only key a kill is accepted for, so it must be unguessable (at least %d characters; default: a random UUID)", minInstanceIDLen))
 	fs.StringVar(&o.serviceName, "service-name", "", "set OTEL_SERVICE_NAME for the agent (default: not set, so the name the agent gives itself stands)")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL to the agent's process group")
 	fs.DurationVar(&o.backstop, "backstop", 2*time.Hour, "wall-clock limit for the agent (0 disables)")
@@ -101,6 +110,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.grace < 0 || o.backstop < 0 || o.tolerance <= 0 || o.hookTimeout <= 0 {
 		return o, errors.New("durations must not be negative (and --timestamp-tolerance, --hook-timeout positive)")
 	}
+	if o.instanceID != "" && len(o.instanceID) < minInstanceIDLen {
+		return o, fmt.Errorf("--instance-id %q: at least %d characters: kills are accepted for this id alone, so it must not be guessable", o.instanceID, minInstanceIDLen)
+	}
 	if o.replayWindow < 2*o.tolerance {
 		return o, fmt.Errorf("--replay-window (%s) must be at least twice --timestamp-tolerance (%s)", o.replayWindow, o.tolerance)
 	}
@@ -112,7 +124,11 @@ func loadKeys(o options) ([][]byte, error) {
 	if o.secretFile != "" {
 		f, err := os.Open(o.secretFile)
 		if err != nil {
-			return nil, fmt.Errorf("--secret-file: %w", err)
+			return nil, fmt.Errorf("--secrets-file: %w", err)
+		}
+		if err := checkPrivate(f); err != nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("--secrets-file %s: %w", o.secretFile, err)
 		}
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
@@ -122,12 +138,17 @@ func loadKeys(o options) ([][]byte, error) {
 		}
 		_ = f.Close()
 		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("--secret-file: %w", err)
+			return nil, fmt.Errorf("--secrets-file: %w", err)
 		}
 	}
-	raw = append(raw, strings.FieldsFunc(os.Getenv(envSecrets), func(r rune) bool { return r == ',' || r == ' ' || r == '\n' })...)
+	if env := os.Getenv(envSecrets); env != "" {
+		if !o.allowEnv {
+			return nil, errors.New("$" + envSecrets + " is set: secrets in the supervisor's environment are readable by an agent of the same user (/proc/<pid>/environ); use --secrets-file (mode 0600), or --allow-env-secrets to accept the risk")
+		}
+		raw = append(raw, strings.FieldsFunc(env, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' })...)
+	}
 	if len(raw) == 0 {
-		return nil, errors.New("no signing secret: use --secret-file or $" + envSecrets)
+		return nil, errors.New("no signing secret: use --secrets-file (or $" + envSecrets + " with --allow-env-secrets)")
 	}
 	if len(raw) > 4 {
 		return nil, fmt.Errorf("at most 4 secrets, got %d", len(raw))
@@ -143,6 +164,46 @@ func loadKeys(o options) ([][]byte, error) {
 	return keys, nil
 }
 
+// checkPrivate refuses a secrets file others may read: anyone who can read
+// it can sign kills.
+func checkPrivate(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("not a regular file (%s)", fi.Mode())
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("mode %04o lets group or others read it; chmod 0600", perm)
+	}
+	return nil
+}
+
+// agentCredential resolves --agent-user (a name or a numeric uid) to the
+// credential the agent is started with: that user's uid, primary gid and
+// no supplementary groups. nil when the flag is unset.
+func agentCredential(name string) (*syscall.Credential, error) {
+	if name == "" {
+		return nil, nil
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		if u, err = user.LookupId(name); err != nil {
+			return nil, fmt.Errorf("--agent-user %q: %w", name, err)
+		}
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, fmt.Errorf("--agent-user %q: %w", name, err)
+	}
+	if int(uid) == os.Geteuid() {
+		return nil, fmt.Errorf("--agent-user %q is the supervisor's own user: the agent could read the secrets", name)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
+}
+
 func checkLoopback(addr string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -156,6 +217,15 @@ func checkLoopback(addr string) error {
 	}
 	return fmt.Errorf("--listen: %q is not a loopback address; the supervisor serves plain HTTP on loopback only", host)
 }
+
+// minInstanceIDLen is the shortest --instance-id accepted: the id is the
+// capability a kill must present, so a short or predictable one would let
+// anyone who can send spans stop the agent.
+const minInstanceIDLen = 16
+
+// newInstanceID is the default instance id: a random (version 4) UUID,
+// 122 bits from crypto/rand.
+func newInstanceID() string { return newUUID() }
 
 func newUUID() string {
 	var b [16]byte
@@ -215,7 +285,7 @@ type agent struct {
 	status     syscall.WaitStatus // valid after leaderDone
 }
 
-func startAgent(argv, env []string) (*agent, error) {
+func startAgent(argv, env []string, cred *syscall.Credential) (*agent, error) {
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		return nil, err
@@ -223,7 +293,7 @@ func startAgent(argv, env []string) (*agent, error) {
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
 		Env:   env,
 		Files: []uintptr{os.Stdin.Fd(), os.Stdout.Fd(), os.Stderr.Fd()},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Credential: cred},
 	})
 	if err != nil {
 		return nil, err
@@ -377,16 +447,18 @@ func (s *supervisor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.answer(w, http.StatusOK, reply{Result: "killed"})
 }
 
-// matches reports whether a kill's target is our agent: by the
-// service.instance.id we gave it, or by its pid (on this host).
+// matches reports whether a kill's target is our agent. The unguessable
+// service.instance.id we gave it is required: a PID or host name is no
+// secret (a sender can put any process.pid on its spans), so they may only
+// narrow the match, never replace the id.
 func (s *supervisor) matches(t webhook.Target) bool {
-	if t.ServiceInstanceID != "" {
-		return t.ServiceInstanceID == s.sessionID
+	if t.ServiceInstanceID == "" || subtle.ConstantTimeCompare([]byte(t.ServiceInstanceID), []byte(s.sessionID)) != 1 {
+		return false
 	}
-	if t.PID > 0 && t.PID == int64(s.agent.pid) {
-		return t.HostName == "" || t.HostName == s.hostname
+	if t.PID > 0 && t.PID != int64(s.agent.pid) {
+		return false
 	}
-	return false
+	return t.HostName == "" || t.HostName == s.hostname
 }
 
 // terminate stops the agent's process group: SIGTERM, grace, SIGKILL. It
@@ -489,8 +561,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		logger.Print(err)
 		return exitUsage
 	}
+	cred, err := agentCredential(opt.agentUser)
+	if err != nil {
+		logger.Print(err)
+		return exitUsage
+	}
+	if err = hideProcEntries(); err != nil {
+		logger.Printf("cannot make the supervisor non-dumpable (an agent of the same user may read its memory): %v", err)
+	}
 	if opt.instanceID == "" {
-		opt.instanceID = newUUID()
+		opt.instanceID = newInstanceID()
 	}
 	ln, err := net.Listen("tcp", opt.listen)
 	if err != nil {
@@ -527,7 +607,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	signal.Notify(sigCh, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigCh)
 
-	a, err := startAgent(opt.argv, agentEnv(os.Environ(), opt.instanceID, opt.serviceName))
+	a, err := startAgent(opt.argv, agentEnv(os.Environ(), opt.instanceID, opt.serviceName), cred)
 	if err != nil {
 		logger.Printf("starting agent: %v", err)
 		return exitInternal

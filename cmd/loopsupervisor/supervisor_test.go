@@ -271,10 +271,26 @@ func TestKillStubbornAgent(t *testing.T) {
 	assert.Equal(t, lines[0], waitFile(t, hookOut, time.Second))
 }
 
-func TestKillByPIDAndCleanTermination(t *testing.T) {
+// TestPIDOnlyKillIsRefused: a PID is no secret (anyone who can send spans
+// can claim any process.pid), so a kill must name the unguessable instance
+// id the supervisor gave its agent; a PID or host may only narrow it.
+func TestPIDOnlyKillIsRefused(t *testing.T) {
 	h := start(t, `echo "$$ 0" > "$1/pids"; exec sleep 300`, "--grace", "5s")
 	h.pids()
-	code, res := h.send(killSpec{id: "ld_p_1", pid: int64(h.agentPID)})
+	inst := "inst-" + t.Name()
+	for i, k := range []killSpec{
+		{id: "ld_p_1", pid: int64(h.agentPID)},
+		{id: "ld_p_2", pid: int64(h.agentPID), instance: "inst-guessed"},
+		{id: "ld_p_3", pid: int64(h.agentPID) + 1, instance: inst},
+	} {
+		code, res := h.send(k)
+		assert.Equal(t, 200, code, "case %d", i)
+		assert.Equal(t, "not_running", res, "case %d", i)
+	}
+	assert.Empty(t, sentTo(h.agentPID), "nothing may be signalled for a PID-only or mismatched target")
+	assert.True(t, alive(h.agentPID))
+
+	code, res := h.send(killSpec{id: "ld_p_4", pid: int64(h.agentPID), instance: inst})
 	require.Equal(t, 200, code)
 	require.Equal(t, "killed", res)
 	exit := <-h.done
@@ -284,6 +300,25 @@ func TestKillByPIDAndCleanTermination(t *testing.T) {
 	var r result
 	require.NoError(t, json.Unmarshal([]byte(waitFile(t, h.result, time.Second)), &r))
 	assert.Equal(t, "SIGTERM", r.Signal, "sleep honours SIGTERM: no SIGKILL needed")
+}
+
+func TestGeneratedInstanceIDsAreUnguessable(t *testing.T) {
+	seen := map[string]bool{}
+	for i := 0; i < 1000; i++ {
+		id := newInstanceID()
+		require.GreaterOrEqual(t, len(id), minInstanceIDLen)
+		require.False(t, seen[id], "instance ids repeat")
+		seen[id] = true
+	}
+}
+
+func TestShortInstanceIDIsRefused(t *testing.T) {
+	secrets := filepath.Join(t.TempDir(), "secrets")
+	require.NoError(t, os.WriteFile(secrets, []byte(testSecret+"\n"), 0o600))
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"--secret-file", secrets, "--listen", "127.0.0.1:0", "--instance-id", "agent-1", "--", "true"}, io.Discard, &stderr)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr.String(), "--instance-id")
 }
 
 func TestAgentExitsByItself(t *testing.T) {
@@ -314,9 +349,9 @@ func TestUsageErrors(t *testing.T) {
 	assert.Equal(t, exitUsage, run(context.Background(), []string{"--listen", "127.0.0.1:0"}, io.Discard, io.Discard))
 	assert.Equal(t, exitUsage, run(context.Background(), []string{"--listen", "127.0.0.1:0", "--", "true"}, io.Discard, io.Discard), "no secret")
 	t.Setenv(envSecrets, testSecret)
-	assert.Equal(t, exitUsage, run(context.Background(), []string{"--listen", "0.0.0.0:0", "--", "true"}, io.Discard, io.Discard), "non-loopback")
+	assert.Equal(t, exitUsage, run(context.Background(), []string{"--allow-env-secrets", "--listen", "0.0.0.0:0", "--", "true"}, io.Discard, io.Discard), "non-loopback")
 	t.Setenv(envSecrets, "whsec_short")
-	assert.Equal(t, exitUsage, run(context.Background(), []string{"--listen", "127.0.0.1:0", "--", "true"}, io.Discard, io.Discard))
+	assert.Equal(t, exitUsage, run(context.Background(), []string{"--allow-env-secrets", "--listen", "127.0.0.1:0", "--", "true"}, io.Discard, io.Discard))
 }
 
 func TestAgentEnv(t *testing.T) {

@@ -23,8 +23,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-loop/otelcol-loop/exporter/alertsink/internal/metadatatest"
-	"github.com/otelcol-loop/otelcol-loop/internal/stdwebhook"
 	"github.com/otelcol-loop/otelcol-loop/internal/loopevent"
+	"github.com/otelcol-loop/otelcol-loop/internal/stdwebhook"
 )
 
 // The Standard Webhooks known-answer vector, through the signer the
@@ -254,7 +254,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	for i, code := range codes {
 		var rec recorder
 		cfg := testConfig(recordingServer(t, &rec, code) + "/kill")
-		cfg.Kill.Secrets = []configopaque.String{testSecret, testSecret2}
+		cfg.Kill.Secrets = []configopaque.String{testSecret}
 		cfg.Alerts.Endpoint = closedURL(t)
 		cfg.Alerts.Secrets = []configopaque.String{testSecret2}
 		cfg.Alerts.Headers.Set("Authorization", "Bearer "+testSecret2)

@@ -1,6 +1,7 @@
 package alertsink // import "github.com/otelcol-loop/otelcol-loop/exporter/alertsink"
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -126,6 +127,7 @@ func (cfg *Config) Validate() error {
 	if cfg.Alerts.Endpoint != "" {
 		errs = append(errs, cfg.Alerts.validate("alerts", false))
 	}
+	errs = append(errs, cfg.checkSeparateSecrets())
 	if cfg.Kill.TTL <= 0 {
 		errs = append(errs, fmt.Errorf("kill.ttl: must be positive, got %s", cfg.Kill.TTL))
 	}
@@ -137,6 +139,29 @@ func (cfg *Config) Validate() error {
 	for i, r := range cfg.Alerts.Reasons {
 		if strings.TrimSpace(r) == "" {
 			errs = append(errs, fmt.Errorf("alerts.reasons[%d]: must not be empty", i))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkSeparateSecrets rejects an alerts secret that is also a kill secret:
+// whoever runs the alert receiver would hold a key the supervisors accept
+// for kills. Keys are compared decoded, so two spellings of one key match.
+func (cfg *Config) checkSeparateSecrets() error {
+	if cfg.Kill.Endpoint == "" || cfg.Alerts.Endpoint == "" {
+		return nil
+	}
+	var errs []error
+	for i, a := range cfg.Alerts.Secrets {
+		ak, err := stdwebhook.ParseSecret(string(a))
+		if err != nil {
+			continue // reported by the destination's own check
+		}
+		for _, k := range cfg.Kill.Secrets {
+			if kk, err := stdwebhook.ParseSecret(string(k)); err == nil && bytes.Equal(ak, kk) {
+				errs = append(errs, fmt.Errorf("alerts.secrets[%d]: must differ from every kill.secrets entry: the alert receiver must not hold a key supervisors accept for kills", i))
+				break
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -60,6 +60,7 @@ func TestConfigBad(t *testing.T) {
 		"bad_ttl":           "kill.ttl",
 		"bad_state":         "alerts.states[1]",
 		"bad_userinfo":      "alerts.endpoint",
+		"bad_shared_secret": "alerts.secrets[0]: must differ from every kill.secrets",
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := loadConfig(t, name).Validate()

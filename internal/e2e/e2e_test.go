@@ -47,7 +47,7 @@ func startSupervised(t *testing.T, dir string, c *collector, port int, secret, s
 		}
 	})
 	s.Proc = testproc.Start(t, dir, "supervisor", []string{"LOOPSUPERVISOR_SECRETS=" + secret}, s.stdout,
-		supBin, "--listen", "127.0.0.1:"+strconv.Itoa(port), "--grace", "5s", "--backstop", "2m",
+		supBin, "--allow-env-secrets", "--listen", "127.0.0.1:"+strconv.Itoa(port), "--grace", "5s", "--backstop", "2m",
 		"--result-file", s.result, "--",
 		agentBin, "--endpoint", "127.0.0.1:"+strconv.Itoa(c.otlpHTTP), "--scenario", scenario,
 		"--speed", strconv.FormatFloat(speed, 'g', -1, 64))

@@ -58,7 +58,25 @@ func binaries(t testing.TB) (collector, gateway, agent string) {
 	return bins.collector, bins.gateway, bins.agent
 }
 
+// The bearer tokens the configs require (docs/security.md), in the
+// environment every process started here inherits: the gateway reads
+// LOOP_OTLP_TOKEN and LOOP_TIER2_TOKEN, tier 2 LOOP_TIER2_TOKEN, and the
+// agents send theirs through the OTel SDK's OTEL_EXPORTER_OTLP_HEADERS.
+const (
+	otlpToken  = "scaleout-test-otlp-token"
+	tier2Token = "scaleout-test-tier2-token"
+)
+
 func TestMain(m *testing.M) {
+	for k, v := range map[string]string{
+		"LOOP_OTLP_TOKEN":            otlpToken,
+		"LOOP_TIER2_TOKEN":           tier2Token,
+		"OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer%20" + otlpToken,
+	} {
+		if err := os.Setenv(k, v); err != nil {
+			panic(err)
+		}
+	}
 	code := m.Run()
 	builds.Remove()
 	os.Exit(code)
@@ -89,11 +107,15 @@ type tier2 struct {
 const tier2Config = `extensions:
   health_check:
     endpoint: 127.0.0.1:{{health}}
+  bearertokenauth/tier1:
+    token: ${env:LOOP_TIER2_TOKEN}
 receivers:
   otlp:
     protocols:
       grpc:
         endpoint: 127.0.0.1:{{grpc}}
+        auth:
+          authenticator: bearertokenauth/tier1
 processors:
   memory_limiter:
     check_interval: 1s
@@ -116,7 +138,7 @@ exporters:
       ttl: 60s
     alerts:
       endpoint: http://127.0.0.1:{{receiver}}/alerts/{{idx}}
-      secrets: ["${env:LOOPDETECT_WEBHOOK_SECRET}"]
+      secrets: ["${env:LOOPDETECT_ALERTS_SECRET}"]
     timeout: 2s
     retry_on_failure:
       enabled: true
@@ -124,7 +146,7 @@ exporters:
       max_interval: 1s
       max_elapsed_time: 30s
 service:
-  extensions: [health_check]
+  extensions: [health_check, bearertokenauth/tier1]
   pipelines:
     traces:
       receivers: [otlp]
@@ -153,7 +175,7 @@ func startTier2(t testing.TB, dir string, idx, receiverPort int, secret string) 
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	in.Proc = start(t, dir, fmt.Sprintf("tier2-%d", idx), []string{"LOOPDETECT_WEBHOOK_SECRET=" + secret}, "", bin, "--config", "file:"+path)
+	in.Proc = start(t, dir, fmt.Sprintf("tier2-%d", idx), []string{"LOOPDETECT_WEBHOOK_SECRET=" + secret, "LOOPDETECT_ALERTS_SECRET=" + alertsSecret(secret)}, "", bin, "--config", "file:"+path)
 	in.WaitHealthy(t, in.health, 30*time.Second)
 	return in
 }
@@ -275,9 +297,10 @@ type hookBody struct {
 // models the reference supervisor's (cmd/loopsupervisor: webhook ids are
 // remembered for 15 minutes and a repeat is answered already_handled).
 type receiver struct {
-	key []byte
-	srv *http.Server
-	ln  net.Listener
+	key       []byte
+	alertsKey []byte // the alerts destination signs with its own key
+	srv       *http.Server
+	ln        net.Listener
 
 	mu       sync.Mutex
 	kills    []hook
@@ -287,17 +310,28 @@ type receiver struct {
 	replayed []hook          // kills answered already_handled by id
 }
 
+// alertsSecret is the alerts destination's own secret, derived from the
+// kill secret (alert_sink refuses one key for both destinations).
+func alertsSecret(killSecret string) string {
+	k, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(killSecret, "whsec_"))
+	for i := range k {
+		k[i] ^= 0x5a
+	}
+	return "whsec_" + base64.StdEncoding.EncodeToString(k)
+}
+
 func newReceiver(t testing.TB, secret string) *receiver {
 	t.Helper()
 	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	alertsKey, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(alertsSecret(secret), "whsec_"))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &receiver{key: key, ln: ln, seen: map[string]bool{}}
+	r := &receiver{key: key, alertsKey: alertsKey, ln: ln, seen: map[string]bool{}}
 	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = r.srv.Serve(ln) }()
 	t.Cleanup(func() { _ = r.srv.Close() })
@@ -328,7 +362,11 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		fail(http.StatusUnauthorized, "timestamp outside the window")
 		return
 	}
-	mac := hmac.New(sha256.New, r.key)
+	key := r.key
+	if strings.HasPrefix(req.URL.Path, "/alerts/") {
+		key = r.alertsKey
+	}
+	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte(id + "." + ts + "."))
 	mac.Write(body)
 	want := mac.Sum(nil)

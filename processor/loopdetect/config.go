@@ -23,7 +23,8 @@ type Config struct {
 	Session SessionConfig `mapstructure:"session"`
 	// Normalizer configures argument and result canonicalization.
 	Normalizer NormalizerConfig `mapstructure:"normalizer"`
-	// MaxSessions caps tracked sessions (LRU eviction). Default 100000.
+	// MaxSessions caps tracked sessions across the processor; nothing is
+	// evicted before it is reached (then LRU). Default 100000.
 	MaxSessions int `mapstructure:"max_sessions"`
 	// IdleTimeout forgets sessions without calls for this long. Default 30m.
 	IdleTimeout time.Duration `mapstructure:"idle_timeout"`

@@ -198,6 +198,10 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 				if !ok {
 					continue
 				}
+				if noSessionKey(&st.call) {
+					n.noSession++
+					continue
+				}
 				d.observe(ctx, st, out, &n)
 				for t := range st.trans {
 					ev := toEvent(&st.trans[t])
@@ -226,7 +230,14 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 
 // batchCounts are one batch's counters, added to the metrics once.
 type batchCounts struct {
-	items, calls, malformed, oversized, badEvidence, foreign int64
+	items, calls, malformed, oversized, badEvidence, foreign, noSession int64
+}
+
+// noSessionKey says whether c has neither a session attribute nor a trace
+// id: grouping every such call into the one all-zero session would merge
+// different agents into one "loop" (and kill the last sender).
+func noSessionKey(c *engine.ToolCall) bool {
+	return c.SessionSource == "trace_id" && c.TraceID == ([16]byte{})
 }
 
 // observe feeds the extracted call to the engine: its transitions are left
@@ -256,6 +267,7 @@ func (d *detector) countBatch(ctx context.Context, c batchCounts) {
 		d.addDegraded(ctx, "bad_evidence", c.badEvidence)
 	}
 	d.addDegraded(ctx, "foreign_verdict", c.foreign)
+	d.addDegraded(ctx, "no_session", c.noSession)
 }
 
 // eventTimeTick runs the timers when the event clock has moved a tick

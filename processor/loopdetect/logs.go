@@ -186,9 +186,7 @@ func (d *detector) consumeLogs(ctx context.Context, ld plog.Logs, x *extract.Ext
 				if !ok {
 					continue
 				}
-				if st.call.SessionSource == "trace_id" && st.call.TraceID == ([16]byte{}) {
-					// No session attribute and no trace context: grouping
-					// it with every other such record would invent loops.
+				if noSessionKey(&st.call) {
 					noSession++
 					continue
 				}

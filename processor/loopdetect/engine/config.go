@@ -8,7 +8,8 @@ import (
 
 // Config holds the engine's thresholds. DefaultConfig documents each default.
 type Config struct {
-	// MaxSessions caps tracked sessions; the least recently seen is evicted.
+	// MaxSessions caps tracked sessions across the engine; once reached,
+	// the least recently seen session of the new one's shard is evicted.
 	MaxSessions int
 	// IdleTimeout forgets a session with no call for this long (0: never).
 	IdleTimeout time.Duration

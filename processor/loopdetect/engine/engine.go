@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"hash/maphash"
 	"math"
 	"strconv"
 	"strings"
@@ -22,6 +23,9 @@ type Engine struct {
 	killReasons [len(reasonNames)]bool
 	shards      [numShards]shard
 	stats       Stats
+	// shardSeed keys the shard function: with a per-process random key a
+	// sender cannot pick session keys that all land in one shard.
+	shardSeed maphash.Seed
 }
 
 // Stats are the engine's counters since New.
@@ -34,7 +38,8 @@ type Stats struct {
 	OutOfOrder atomic.Int64
 	// Sessions is the number of tracked sessions.
 	Sessions atomic.Int64
-	// Evicted counts sessions dropped because MaxSessions was reached.
+	// Evicted counts sessions dropped because MaxSessions was reached (a
+	// global bound: nothing is evicted before it).
 	Evicted atomic.Int64
 	// Expired counts sessions dropped after IdleTimeout.
 	Expired atomic.Int64
@@ -47,7 +52,6 @@ type shard struct {
 	sessions map[string]*session
 	// LRU list: head is the most recently seen session.
 	head, tail *session
-	max        int
 	names      internTable
 }
 
@@ -56,7 +60,7 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, keyer: NewKeyer(cfg.DigestKey)}
+	e := &Engine{cfg: cfg, keyer: NewKeyer(cfg.DigestKey), shardSeed: maphash.MakeSeed()}
 	for _, c := range cfg.RetryableClasses {
 		e.retryable = append(e.retryable, strings.ToLower(c))
 	}
@@ -65,11 +69,17 @@ func New(cfg Config) (*Engine, error) {
 			e.killReasons[r] = true
 		}
 	}
-	perShard := (cfg.MaxSessions + numShards - 1) / numShards
+	// Tool names unused for the idle timeout may make room for new ones.
+	// A history record older than that may then show the id's new name:
+	// only in an explanation's tool list, since twins are told apart among
+	// spans nested in one another, which are never that far apart.
+	nameAge := cfg.IdleTimeout
+	if nameAge <= 0 {
+		nameAge = defaultNameAge
+	}
 	for i := range e.shards {
 		e.shards[i].sessions = make(map[string]*session)
-		e.shards[i].max = perShard
-		e.shards[i].names.init()
+		e.shards[i].names.init(maxInternedTotal/numShards, int64(nameAge))
 	}
 	return e, nil
 }
@@ -110,11 +120,11 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 		key = "sha:" + strconv.FormatUint(xxhash.Sum64String(key), 16) // bounded map keys
 	}
 	kh := xxhash.Sum64String(key)
-	sh := &e.shards[kh%numShards]
+	sh := &e.shards[e.shardOf(key)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	s := sh.get(e, key, kh)
 	nowNs := now.UnixNano()
+	s := sh.get(e, key, kh)
 	s.lastSeen = nowNs
 	if s.firstSeen == 0 {
 		s.firstSeen = nowNs
@@ -127,7 +137,7 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 		spanID:  c.SpanID,
 		parent:  id32(c.ParentSpanID),
 		durMs:   uint32(min(max(c.End.Sub(c.Start).Milliseconds(), 0), math.MaxUint32)),
-		tool:    sh.names.id(truncate(c.Tool, maxToolName)),
+		tool:    sh.names.id(truncate(c.Tool, maxToolName), nowNs),
 		attempt: uint8(min(max(c.Attempt, 0), math.MaxUint8)),
 	}
 	rec.setFPSource(c.FingerprintSource)
@@ -224,8 +234,7 @@ func (e *Engine) Tick(now time.Time, out []Transition) []Transition {
 
 // Session reports a tracked session's state, for tests and diagnostics.
 func (e *Engine) Session(key string) (State, Reason, bool) {
-	kh := xxhash.Sum64String(key)
-	sh := &e.shards[kh%numShards]
+	sh := &e.shards[e.shardOf(key)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	s, ok := sh.sessions[key]
@@ -235,21 +244,54 @@ func (e *Engine) Session(key string) (State, Reason, bool) {
 	return s.state, s.reason, true
 }
 
+// shardOf is the shard index of a session key under the engine's keyed
+// hash.
+func (e *Engine) shardOf(key string) uint64 {
+	return maphash.String(e.shardSeed, key) % numShards
+}
+
 func (sh *shard) get(e *Engine, key string, kh uint64) *session {
 	if s, ok := sh.sessions[key]; ok {
 		sh.moveToFront(s)
 		return s
 	}
-	if len(sh.sessions) >= sh.max && sh.tail != nil {
-		sh.remove(sh.tail)
-		e.stats.Evicted.Add(1)
-		e.stats.Sessions.Add(-1)
+	if e.stats.Sessions.Load() >= int64(e.cfg.MaxSessions) {
+		e.evictOne(sh)
 	}
 	s := &session{key: strings.Clone(key), keyHash: kh}
 	sh.sessions[s.key] = s
 	sh.pushFront(s)
 	e.stats.Sessions.Add(1)
 	return s
+}
+
+// evictOne makes room at the global bound: the least recently seen session
+// of sh (whose lock the caller holds), else of another shard whose lock is
+// free at once (never waiting, so shard locks cannot deadlock). Only when
+// every other shard is busy does the count pass the bound, by one.
+func (e *Engine) evictOne(sh *shard) {
+	victim := sh
+	if sh.tail == nil {
+		victim = nil
+		for i := range e.shards {
+			o := &e.shards[i]
+			if o == sh || !o.mu.TryLock() {
+				continue
+			}
+			if o.tail != nil {
+				victim = o
+				defer o.mu.Unlock()
+				break
+			}
+			o.mu.Unlock()
+		}
+		if victim == nil {
+			return
+		}
+	}
+	victim.remove(victim.tail)
+	e.stats.Evicted.Add(1)
+	e.stats.Sessions.Add(-1)
 }
 
 func (sh *shard) pushFront(s *session) {
@@ -291,15 +333,30 @@ func (sh *shard) remove(s *session) {
 }
 
 // internTable gives tool names and error classes small ids, so history
-// records stay fixed-size and hold no strings.
+// records stay fixed-size and hold no strings. It holds at most max names;
+// when full, the least recently used name unused for minAge gives its id
+// to the new one, else the new name reads as "(other)".
 type internTable struct {
 	ids   map[string]uint16
 	names []string
+	// used is each id's last use (unix ns); prev and next link the ids in
+	// use order (head: most recent; 0, the empty name's id, ends the list).
+	used       []int64
+	prev, next []uint16
+	head, tail uint16
+	max        int
+	minAge     int64
 }
 
 const (
-	maxInterned = 1 << 16
-	otherName   = "(other)"
+	// maxInternedTotal bounds the tool names kept by the whole engine
+	// (split evenly over the shards): a flood of distinct names costs at
+	// most this many, about 16 MB at the 128-byte name cap.
+	maxInternedTotal = 1 << 16
+	// defaultNameAge is how long a name must be unused before it may be
+	// evicted when idle expiry is off.
+	defaultNameAge = 30 * time.Minute
+	otherName      = "(other)"
 	// otherID stands for every name past the table's capacity; it never
 	// makes two calls twins.
 	otherID       = 1
@@ -308,26 +365,76 @@ const (
 	tagFailure    = 0x7fa11ed0c0ffee01
 )
 
-func (t *internTable) init() {
+func (t *internTable) init(max int, minAge int64) {
 	t.ids = make(map[string]uint16)
 	t.names = []string{"", otherName}
+	t.used = []int64{0, 0}
+	t.prev, t.next = []uint16{0, 0}, []uint16{0, 0}
+	t.head, t.tail = 0, 0
+	t.max = min(max+2, 1<<16)
+	t.minAge = minAge
 }
 
-func (t *internTable) id(name string) uint16 {
+func (t *internTable) id(name string, now int64) uint16 {
 	if name == "" {
 		return 0
 	}
 	if id, ok := t.ids[name]; ok {
+		t.used[id] = now
+		t.toFront(id)
 		return id
 	}
-	if len(t.names) >= maxInterned {
+	var id uint16
+	switch {
+	case len(t.names) < t.max:
+		id = uint16(len(t.names))
+		t.names = append(t.names, "")
+		t.used = append(t.used, 0)
+		t.prev, t.next = append(t.prev, 0), append(t.next, 0)
+	case t.tail != 0 && now-t.used[t.tail] >= t.minAge:
+		id = t.tail
+		t.unlink(id)
+		delete(t.ids, t.names[id])
+	default:
 		return otherID
 	}
 	n := strings.Clone(name)
-	id := uint16(len(t.names))
-	t.names = append(t.names, n)
+	t.names[id], t.used[id] = n, now
 	t.ids[n] = id
+	t.pushFront(id)
 	return id
+}
+
+func (t *internTable) pushFront(id uint16) {
+	t.prev[id], t.next[id] = 0, t.head
+	if t.head != 0 {
+		t.prev[t.head] = id
+	}
+	t.head = id
+	if t.tail == 0 {
+		t.tail = id
+	}
+}
+
+func (t *internTable) unlink(id uint16) {
+	if p := t.prev[id]; p != 0 {
+		t.next[p] = t.next[id]
+	} else {
+		t.head = t.next[id]
+	}
+	if n := t.next[id]; n != 0 {
+		t.prev[n] = t.prev[id]
+	} else {
+		t.tail = t.prev[id]
+	}
+	t.prev[id], t.next[id] = 0, 0
+}
+
+func (t *internTable) toFront(id uint16) {
+	if t.head != id {
+		t.unlink(id)
+		t.pushFront(id)
+	}
 }
 
 func (t *internTable) name(id uint16) string {
@@ -335,6 +442,17 @@ func (t *internTable) name(id uint16) string {
 		return t.names[id]
 	}
 	return otherName
+}
+
+// internedNames is the number of tool names the engine keeps.
+func (e *Engine) internedNames() int {
+	n := 0
+	for i := range e.shards {
+		e.shards[i].mu.Lock()
+		n += len(e.shards[i].names.ids)
+		e.shards[i].mu.Unlock()
+	}
+	return n
 }
 
 func eventID(keyHash uint64, seq int64) string {

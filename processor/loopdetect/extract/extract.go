@@ -34,6 +34,10 @@ type Value struct {
 	Int   int64
 	Float float64
 	Bool  bool
+	// Truncated marks a structured value cut at the adapter's depth or
+	// size bound: Str holds the text rendered so far, and the value takes
+	// the oversized path whatever normalizer.max_canonical_bytes says.
+	Truncated bool
 }
 
 // Text renders the value as text.
@@ -247,11 +251,15 @@ func Extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall) (bool, 
 		}
 	}
 
-	args, argsOK := lookupContent(x, &a, x.slots.args, x.keys.ArgumentEvents)
-	if argsOK {
+	args, argsOK, argsCut := lookupContent(x, &a, x.slots.args, x.keys.ArgumentEvents)
+	if argsOK && !argsCut {
 		args = unwrapArgs(args)
 	}
-	c.Signature, c.Args = x.norm.Signature(c.Tool, args, argsOK)
+	if argsCut {
+		c.Signature, c.Args = x.norm.OversizedSignature(c.Tool, args), engine.ArgsOversized
+	} else {
+		c.Signature, c.Args = x.norm.Signature(c.Tool, args, argsOK)
+	}
 	switch c.Args {
 	case engine.ArgsOpaque:
 		out.Malformed = looksLikeJSON(args)
@@ -259,8 +267,8 @@ func Extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall) (bool, 
 		out.Oversized = true
 	}
 
-	result, resultOK := lookupContent(x, &a, x.slots.result, x.keys.ResultEvents)
-	if resultOK {
+	result, resultOK, resultCut := lookupContent(x, &a, x.slots.result, x.keys.ResultEvents)
+	if resultOK && !resultCut {
 		result = unwrapResult(result)
 	}
 	var errText string
@@ -273,6 +281,9 @@ func Extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall) (bool, 
 		c.Fingerprint, c.FingerprintSource, c.UnknownTool = f.Digest, engine.FingerprintError, f.UnknownTool
 	} else if resultOK {
 		r := x.norm.Result(c.Tool, result)
+		if resultCut {
+			r = x.norm.OversizedResult(result)
+		}
 		c.Fingerprint, c.FingerprintSource, c.Terminal = r.Digest, engine.FingerprintResult, r.Terminal
 		// Results are often plain text ("[main 1a2b] commit"): only
 		// malformed arguments, which are JSON by contract, are counted.
@@ -324,15 +335,15 @@ func toolName[S Span](x *Extractor, a *attrs[S]) string {
 // span events (Strands puts them in gen_ai.tool.message / gen_ai.choice, or
 // in gen_ai.client.inference.operation.details messages). Values listed as
 // redacted count as absent.
-func lookupContent[S Span](x *Extractor, a *attrs[S], slots []int32, events []EventKey) (string, bool) {
+func lookupContent[S Span](x *Extractor, a *attrs[S], slots []int32, events []EventKey) (text string, found, truncated bool) {
 	if v, k, ok := a.first(slots); ok {
 		if x.redacted(k, v) {
-			return "", false
+			return "", false, false
 		}
-		return v.Text(), true
+		return v.Text(), true, v.Truncated
 	}
 	if len(events) == 0 {
-		return "", false
+		return "", false, false
 	}
 	s := a.s
 	n := s.EventCount()
@@ -345,15 +356,15 @@ func lookupContent[S Span](x *Extractor, a *attrs[S], slots []int32, events []Ev
 			if !ok {
 				continue
 			}
-			if ek.Path == "" {
-				return v.Text(), true
+			if ek.Path == "" || v.Truncated {
+				return v.Text(), true, v.Truncated
 			}
 			if raw, found := atPath(v.Text(), ek.Path); found {
-				return raw, true
+				return raw, true, false
 			}
 		}
 	}
-	return "", false
+	return "", false, false
 }
 
 func (x *Extractor) redacted(key string, v Value) bool {

@@ -16,7 +16,8 @@ type Span struct {
 	Res pcommon.Map
 }
 
-// Value converts a pdata value; maps and slices become JSON text.
+// Value converts a pdata value; maps and slices become JSON text, bounded
+// in depth and size (structured.go).
 func Value(v pcommon.Value) extract.Value {
 	switch v.Type() {
 	case pcommon.ValueTypeStr:
@@ -28,7 +29,7 @@ func Value(v pcommon.Value) extract.Value {
 	case pcommon.ValueTypeBool:
 		return extract.Value{Kind: extract.KindBool, Bool: v.Bool()}
 	case pcommon.ValueTypeMap, pcommon.ValueTypeSlice:
-		return extract.Value{Kind: extract.KindStructured, Str: v.AsString()}
+		return structured(v)
 	default:
 		return extract.Value{Kind: extract.KindString, Str: v.AsString()}
 	}

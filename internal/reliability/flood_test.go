@@ -1,0 +1,72 @@
+//go:build linux
+
+package reliability
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/testproc"
+)
+
+// full says whether RELIABILITY_FULL asks for the full-scale measurements.
+func full() bool { return os.Getenv("RELIABILITY_FULL") != "" }
+
+// floodCeiling bounds the collector's peak RSS under the floods below: the
+// engine keeps at most max_sessions sessions and 65,536 tool names.
+const floodCeiling = 768 << 20
+
+// TestSessionFloodIsBounded: one span per new session, far past
+// max_sessions; the tracked sessions never pass the bound.
+func TestSessionFloodIsBounded(t *testing.T) {
+	sessions, maxSessions := 50_000, 10_000
+	if full() {
+		sessions, maxSessions = 1_000_000, 100_000
+	}
+	c := startCollector(t, t.TempDir(), testproc.FreePort(t), testproc.NewSecret(t), maxSessions)
+	start := time.Now()
+	batch := make([]call, 0, 2000)
+	for n := 0; n < sessions; n++ {
+		batch = append(batch, call{trace: traceID(5, uint64(n)), seq: uint64(n + 1), resource: map[string]any{"service.name": "flood"}})
+		if len(batch) == cap(batch) || n == sessions-1 {
+			c.sendRetrying(t, spans(batch...))
+			batch = batch[:0]
+		}
+	}
+	tracked := c.metric(t, "otelcol_loopdetect_sessions")
+	peak := vmHWM(t, c.Cmd.Process.Pid)
+	t.Logf("%d sessions in %s: peak RSS %d MiB, tracked %v (max_sessions %d), evicted %v",
+		sessions, time.Since(start).Round(time.Second), peak>>20, tracked, maxSessions, c.metric(t, "otelcol_loopdetect_evictions", `cause="capacity"`))
+	if tracked > float64(maxSessions) {
+		t.Fatalf("%v sessions tracked, max_sessions %d", tracked, maxSessions)
+	}
+	if peak > floodCeiling {
+		t.Fatalf("peak RSS %d MiB over %d MiB", peak>>20, floodCeiling>>20)
+	}
+}
+
+// TestToolNameFloodIsBounded: every call a new tool name.
+func TestToolNameFloodIsBounded(t *testing.T) {
+	names := 100_000
+	if full() {
+		names = 1_000_000
+	}
+	c := startCollector(t, t.TempDir(), testproc.FreePort(t), testproc.NewSecret(t), 100_000)
+	start := time.Now()
+	batch := make([]call, 0, 2000)
+	for n := 0; n < names; n++ {
+		batch = append(batch, call{trace: traceID(6, uint64(n%1000)), seq: uint64(n + 1), resource: map[string]any{"service.name": "flood"},
+			tool: fmt.Sprintf("tool-%07d-%s", n, "padpadpadpadpadpadpadpadpadpadpadpadpadpadpadpadpadpadpadpadpadpad")})
+		if len(batch) == cap(batch) || n == names-1 {
+			c.sendRetrying(t, spans(batch...))
+			batch = batch[:0]
+		}
+	}
+	peak := vmHWM(t, c.Cmd.Process.Pid)
+	t.Logf("%d distinct tool names in %s: peak RSS %d MiB", names, time.Since(start).Round(time.Second), peak>>20)
+	if peak > floodCeiling {
+		t.Fatalf("peak RSS %d MiB over %d MiB", peak>>20, floodCeiling>>20)
+	}
+}
