@@ -34,7 +34,8 @@ import (
 type ccSession struct {
 	id      string // session.id, UUID-shaped
 	pid     int64
-	loops   bool // after warmup healthy calls it repeats one failing command
+	loops   bool // after warmup healthy calls it repeats one call
+	rereads bool // the repeated call: reading one file (else a failing test run)
 	warmup  int
 	spans   bool // traces beta on: every call is also a span
 	prompt  string
@@ -64,8 +65,9 @@ type ccCall struct {
 }
 
 // call returns the session's i-th tool call (from 0). Healthy sessions read,
-// edit and test different files; a looping one runs the same failing test
-// command again and again after its warm-up.
+// edit and type-check different files; a looping one, after its warm-up,
+// runs the same failing test command again and again, or reads the same
+// file again and again.
 func (s *ccSession) call(i int) ccCall {
 	bash := func(cmd string, ok bool, errText string) ccCall {
 		in, _ := json.Marshal(map[string]string{"command": cmd, "description": "Run the tests"})
@@ -74,6 +76,10 @@ func (s *ccSession) call(i int) ccCall {
 		return ccCall{tool: "Bash", input: string(in), params: string(p), command: cmd, ok: ok, errText: errText}
 	}
 	if s.loops && i >= s.warmup {
+		if s.rereads {
+			in, _ := json.Marshal(map[string]string{"file_path": "/work/app/src/cart.ts"})
+			return ccCall{tool: "Read", input: string(in), ok: true}
+		}
 		return bash("npm test -- src/cart.test.ts", false,
 			"Exit code 1\nFAIL src/cart.test.ts\n  ● cart › applies the discount\n    expected 90, received 100")
 	}

@@ -99,6 +99,15 @@ func readSeen(t *testing.T, ins []*tier2) seen {
 	return s
 }
 
+func keys[V any](m map[int]V) []int {
+	var out []int
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Ints(out)
+	return out
+}
+
 func instances(m map[int]int) []int {
 	var out []int
 	for i := range m {
@@ -117,6 +126,7 @@ func ccFleet(prefix string, n, nLoop, nMixed, nMixedLoop, warmup int) (all []*cc
 		loops := i < nLoop || (mixed && i-n < nMixedLoop)
 		name := fmt.Sprintf("%s-%03d", prefix, i)
 		s := newCCSession(name, i, loops, mixed, warmup)
+		s.rereads = i%2 == 1
 		all = append(all, s)
 		names[s] = name
 	}
@@ -199,6 +209,8 @@ func TestLogsThreeInstances(t *testing.T) {
 	}
 	killIDs := map[string]string{}
 	reasons := map[string]int{}
+	// shape (re-read or failing test) -> call index of the kill -> sessions
+	killAt := map[bool]map[int][]string{false: {}, true: {}}
 	for _, cs := range sessions {
 		if !cs.loops {
 			if len(stuck[cs.id]) > 0 || len(kills[cs.id]) > 0 {
@@ -220,8 +232,15 @@ func TestLogsThreeInstances(t *testing.T) {
 		}
 		ids := map[string]bool{}
 		for _, k := range kills[cs.id] {
+			if !ids[k.webhookID] {
+				reasons[k.body.Transition.Reason]++
+				tag := names[cs]
+				if cs.spans {
+					tag += "(mixed)"
+				}
+				killAt[cs.rereads][k.body.Transition.CallIndex] = append(killAt[cs.rereads][k.body.Transition.CallIndex], tag)
+			}
 			ids[k.webhookID] = true
-			reasons[k.body.Transition.Reason]++
 		}
 		if len(ids) != 1 {
 			t.Errorf("loop %s: %d distinct kill ids, want 1: %v", names[cs], len(ids), describe(kills[cs.id]))
@@ -236,6 +255,14 @@ func TestLogsThreeInstances(t *testing.T) {
 	for sess := range stuck {
 		if !f.loops[sess] && !f.healthy[sess] {
 			t.Errorf("stuck transition for unknown session %q", sess)
+		}
+	}
+	// A call reported twice (a claude_code.tool span and its tool_result
+	// record, one tool_use_id) counts once: loops of one shape are killed
+	// at the same call whether they send spans too or not.
+	for rereads, at := range killAt {
+		if len(at) != 1 {
+			t.Errorf("loops of one shape (rereads %v) killed at different calls: %v", rereads, at)
 		}
 	}
 
@@ -277,6 +304,7 @@ func TestLogsThreeInstances(t *testing.T) {
 			t.Errorf("instance %d received no session: the gateway did not spread them (%v)", i, perInstance)
 		}
 	}
+	t.Logf("kill at call index per loop shape: failing test %v, re-read %v", keys(killAt[false]), keys(killAt[true]))
 	t.Logf("loops %d detected and killed once each (kill reasons %v), healthy %d unflagged, mixed %d with spans and records on one instance; sessions per instance %v; received %d records (sent %d), %d spans (sent %d); kills %d deliveries / %d ids; detection complete %s after the first call; whole test %s",
 		len(f.loops), reasons, len(f.healthy), 6, perInstance, recvRecords, records, recvSpans, spans, len(s.kills), len(killIDs),
 		detected.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
