@@ -191,7 +191,8 @@ func TestLogsThreeInstances(t *testing.T) {
 				missing = append(missing, names[cs])
 			}
 		}
-		t.Fatalf("%d of %d loops not detected+killed within 30 s of the last call: %v", len(missing), len(f.loops), missing)
+		// Go on: where the records went tells why.
+		t.Errorf("%d of %d loops not detected+killed within 30 s of the last call: %v", len(missing), len(f.loops), missing)
 	}
 	settle(rcv, 1500*time.Millisecond, 15*time.Second)
 	detected := time.Since(runStart)
