@@ -97,13 +97,14 @@ type tier2 struct {
 	*testproc.Proc
 	idx                  int
 	otlpGRPC, health, mx int
+	seen                 string // file of what it received (startTier2Seen), else ""
 }
 
 // tier2Config is an otelcol-loop configuration for one tier-2 instance:
-// OTLP/gRPC in from the gateway, loop_detect, alert_sink sending kills to
-// /kill/<idx> and every transition (as a signed loop.transition alert) to
-// /alerts/<idx> of the test receiver, so the test knows which instance
-// decided what.
+// OTLP/gRPC in from the gateway, traces and logs through one loop_detect,
+// alert_sink sending kills to /kill/<idx> and every transition (as a signed
+// loop.transition alert) to /alerts/<idx> of the test receiver, so the test
+// knows which instance decided what.
 const tier2Config = `extensions:
   health_check:
     endpoint: 127.0.0.1:{{health}}
@@ -130,7 +131,7 @@ processors:
       enabled: true
       reasons: [frequent_identical, backstop]
       after_loop_calls: 5
-exporters:
+exporters:{{seen_exporter}}
   alert_sink:
     kill:
       endpoint: http://127.0.0.1:{{receiver}}/kill/{{idx}}
@@ -151,7 +152,11 @@ service:
     traces:
       receivers: [otlp]
       processors: [memory_limiter, loop_detect]
-      exporters: [alert_sink]
+      exporters: [alert_sink{{seen}}]
+    logs:
+      receivers: [otlp]
+      processors: [memory_limiter, loop_detect]
+      exporters: [alert_sink{{seen}}]
   telemetry:
     logs:
       level: info
@@ -165,12 +170,46 @@ service:
                 port: {{metrics}}
 `
 
+// seenExporter is the file exporter startTier2Seen adds to both pipelines:
+// every span and log record the instance received, as OTLP JSON lines, so
+// a test can tell which instance saw which session.
+const seenExporter = `
+  file/seen:
+    path: {{seen_path}}
+    flush_interval: 100ms`
+
+// renderTier2Config fills tier2Config's ports and paths; seenPath "" leaves
+// the file/seen exporter out.
+func renderTier2Config(health, grpc, receiverPort, idx, metrics int, seenPath string) string {
+	seenExp, seenRef := "", ""
+	if seenPath != "" {
+		seenExp, seenRef = strings.ReplaceAll(seenExporter, "{{seen_path}}", seenPath), ", file/seen"
+	}
+	return strings.NewReplacer("{{health}}", strconv.Itoa(health), "{{grpc}}", strconv.Itoa(grpc),
+		"{{receiver}}", strconv.Itoa(receiverPort), "{{idx}}", strconv.Itoa(idx), "{{metrics}}", strconv.Itoa(metrics),
+		"{{seen_exporter}}", seenExp, "{{seen}}", seenRef).Replace(tier2Config)
+}
+
 func startTier2(t testing.TB, dir string, idx, receiverPort int, secret string) *tier2 {
+	t.Helper()
+	return startTier2Opt(t, dir, idx, receiverPort, secret, false)
+}
+
+// startTier2Seen is startTier2 with the instance's input also written to
+// tier2.seen (see seenExporter).
+func startTier2Seen(t testing.TB, dir string, idx, receiverPort int, secret string) *tier2 {
+	t.Helper()
+	return startTier2Opt(t, dir, idx, receiverPort, secret, true)
+}
+
+func startTier2Opt(t testing.TB, dir string, idx, receiverPort int, secret string, seen bool) *tier2 {
 	t.Helper()
 	bin, _, _ := binaries(t)
 	in := &tier2{idx: idx, otlpGRPC: testproc.FreePort(t), health: testproc.FreePort(t), mx: testproc.FreePort(t)}
-	cfg := strings.NewReplacer("{{health}}", strconv.Itoa(in.health), "{{grpc}}", strconv.Itoa(in.otlpGRPC),
-		"{{receiver}}", strconv.Itoa(receiverPort), "{{idx}}", strconv.Itoa(idx), "{{metrics}}", strconv.Itoa(in.mx)).Replace(tier2Config)
+	if seen {
+		in.seen = filepath.Join(dir, fmt.Sprintf("seen-%d.jsonl", idx))
+	}
+	cfg := renderTier2Config(in.health, in.otlpGRPC, receiverPort, idx, in.mx, in.seen)
 	path := filepath.Join(dir, fmt.Sprintf("tier2-%d.yaml", idx))
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

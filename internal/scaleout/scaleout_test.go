@@ -45,7 +45,10 @@ func TestGatewayConfigsValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := strings.Replace(string(src), "    routing_key: traceID\n", "    routing_key: traceID\n    routing_attributes: [gen_ai.conversation.id]\n", 1)
+	bad := strings.Replace(string(src), "    routing_key: attributes\n", "    routing_key: traceID\n", 1)
+	if bad == string(src) {
+		t.Fatal("config/gateway.yaml has no `routing_key: attributes` line to break")
+	}
 	p := filepath.Join(t.TempDir(), "bad.yaml")
 	if err := os.WriteFile(p, []byte(bad), 0o644); err != nil {
 		t.Fatal(err)
