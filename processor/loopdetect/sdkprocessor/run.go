@@ -33,6 +33,8 @@ const DefaultRunSpanName = "invoke_agent"
 // registration. The context stays cancelled with its *KillError cause
 // after a kill, so context.Cause(ctx) can be read after end too.
 //
+// The root span must be sampled: under a parent-based sampler, the spans
+// of an unsampled run are not recorded, and the processor never sees them.
 // The session is the trace id: with WithSessionKeys, use Register with
 // your own key instead.
 func (p *Processor) StartRun(ctx context.Context, tp trace.TracerProvider, name string, opts ...trace.SpanStartOption) (context.Context, func()) {
@@ -49,12 +51,14 @@ func (p *Processor) StartRun(ctx context.Context, tp trace.TracerProvider, name 
 	}
 	// A new root keeps runs under one long-lived parent (a batch job, a
 	// server span) from becoming one session; the link keeps the lineage.
-	if parent := trace.SpanContextFromContext(ctx); parent.IsValid() {
+	parent := trace.SpanContextFromContext(ctx)
+	if parent.IsValid() {
 		start = append(start, trace.WithLinks(trace.Link{SpanContext: parent}))
 	}
 	ctx, span := tp.Tracer("github.com/otelcol-loop/otelcol-loop/processor/loopdetect/sdkprocessor").
 		Start(ctx, name, append(start, opts...)...)
-	if !span.SpanContext().TraceID().IsValid() {
+	// A no-op tracer makes no span: it returns none, or the parent's.
+	if sc := span.SpanContext(); !sc.TraceID().IsValid() || sc.Equal(parent) {
 		ctx = trace.ContextWithSpanContext(ctx, freshSpanContext())
 	}
 	ctx, cancel := p.RegisterTrace(ctx)

@@ -34,20 +34,20 @@ func TestStartRunMakesOneSessionOfAFrameworkRun(t *testing.T) {
 	tests := []struct {
 		name string
 		// start returns the run's context and a function to call when it ends.
-		start     func(p *sdkprocessor.Processor, a *agent) (context.Context, func())
+		start     func(t *testing.T, p *sdkprocessor.Processor, a *agent) (context.Context, func())
 		wantCalls int
 		wantKill  bool
 	}{
 		{
 			name: "root span on the agent's provider",
-			start: func(p *sdkprocessor.Processor, a *agent) (context.Context, func()) {
+			start: func(_ *testing.T, p *sdkprocessor.Processor, a *agent) (context.Context, func()) {
 				return p.StartRun(context.Background(), a.tp, "")
 			},
 			wantCalls: 5, wantKill: true,
 		},
 		{
 			name: "root span on another provider (the one that exports)",
-			start: func(p *sdkprocessor.Processor, _ *agent) (context.Context, func()) {
+			start: func(t *testing.T, p *sdkprocessor.Processor, _ *agent) (context.Context, func()) {
 				other := sdktrace.NewTracerProvider()
 				t.Cleanup(func() { require.NoError(t, other.Shutdown(context.Background())) })
 				return p.StartRun(context.Background(), other, "my-agent run")
@@ -56,14 +56,25 @@ func TestStartRunMakesOneSessionOfAFrameworkRun(t *testing.T) {
 		},
 		{
 			name: "no recording provider: a fresh trace id",
-			start: func(p *sdkprocessor.Processor, _ *agent) (context.Context, func()) {
+			start: func(_ *testing.T, p *sdkprocessor.Processor, _ *agent) (context.Context, func()) {
 				return p.StartRun(context.Background(), nooptrace.NewTracerProvider(), "")
 			},
 			wantCalls: 5, wantKill: true,
 		},
 		{
+			name: "no recording provider, inside a caller's span: still a run of its own",
+			start: func(t *testing.T, p *sdkprocessor.Processor, a *agent) (context.Context, func()) {
+				ctx, caller := a.tracer.Start(context.Background(), "POST /tasks")
+				t.Cleanup(func() { caller.End() })
+				ctx, end := p.StartRun(ctx, nooptrace.NewTracerProvider(), "")
+				require.NotEqual(t, caller.SpanContext().TraceID(), trace.SpanContextFromContext(ctx).TraceID())
+				return ctx, end
+			},
+			wantCalls: 5, wantKill: true,
+		},
+		{
 			name: "without StartRun every call is its own session",
-			start: func(*sdkprocessor.Processor, *agent) (context.Context, func()) {
+			start: func(*testing.T, *sdkprocessor.Processor, *agent) (context.Context, func()) {
 				return context.Background(), func() {}
 			},
 			wantCalls: 30, wantKill: false,
@@ -77,7 +88,7 @@ func TestStartRunMakesOneSessionOfAFrameworkRun(t *testing.T) {
 			require.NoError(t, err)
 			a := newAgent(t, p, clk)
 
-			ctx, end := tt.start(p, a)
+			ctx, end := tt.start(t, p, a)
 			calls := 0
 			for ; calls < 30 && ctx.Err() == nil; calls++ {
 				frameworkCall(ctx, a)
