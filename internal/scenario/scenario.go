@@ -120,6 +120,8 @@ type ExpectedTransition struct {
 	Period    *int   `yaml:"period"`
 	CallIndex *int   `yaml:"call_index"`
 	Kill      *bool  `yaml:"kill"`
+	// DelaySeconds is the time from the loop's first call to the decision.
+	DelaySeconds *float64 `yaml:"delay_seconds"`
 }
 
 // Load reads a scenario file.

@@ -124,7 +124,8 @@ func checkExpectations(t *testing.T, sc *scenario.Scenario, events []loopevent.E
 				(w.Reason == "" || e.Reason == w.Reason) &&
 				(w.Period == nil || int64(*w.Period) == e.Period) &&
 				(w.CallIndex == nil || int64(*w.CallIndex) == e.CallIndex) &&
-				(w.Kill == nil || *w.Kill == e.Kill) {
+				(w.Kill == nil || *w.Kill == e.Kill) &&
+				(w.DelaySeconds == nil || *w.DelaySeconds == e.DelaySeconds) {
 				found = true
 				next++
 				break

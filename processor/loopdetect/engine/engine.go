@@ -136,7 +136,7 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 		fp:      c.Fingerprint,
 		spanID:  c.SpanID,
 		parent:  id32(c.ParentSpanID),
-		durMs:   uint32(min(max(c.End.Sub(c.Start).Milliseconds(), 0), math.MaxUint32)),
+		durUs:   micros(c.End.Sub(c.Start)),
 		tool:    sh.names.id(truncate(c.Tool, maxToolName), nowNs),
 		attempt: uint8(min(max(c.Attempt, 0), math.MaxUint8)),
 	}

@@ -16,8 +16,10 @@ type record struct {
 	// the short history, where a collision is negligible.
 	parent uint32
 	callID uint32
-	// durMs is the span's duration in milliseconds (saturating).
-	durMs   uint32
+	// durUs is the span's duration in microseconds, rounded up so twins
+	// that overlap by less than a millisecond still overlap here
+	// (saturating at 71 minutes).
+	durUs   uint32
 	tool    uint16
 	attempt uint8
 	// flags holds the f* bits and, in bits 5–6, the FingerprintSource.
@@ -47,7 +49,7 @@ func (r *record) setFPSource(f FingerprintSource) {
 	r.flags = r.flags&^(3<<fpSrcShift) | uint8(f)<<fpSrcShift
 }
 func (r *record) hasFP() bool { return r.fpSource() != FingerprintMissing }
-func (r *record) end() int64  { return r.start + int64(r.durMs)*int64(time.Millisecond) }
+func (r *record) end() int64  { return r.start + int64(r.durUs)*int64(time.Microsecond) }
 
 // id32 digests a span id for the parent/twin comparisons; 0 only for the
 // zero id (no parent), which matches nothing.

@@ -23,9 +23,8 @@ func Example() {
 	defer tp.Shutdown(context.Background())
 	tracer := tp.Tracer("my-agent")
 
-	ctx, run := tracer.Start(context.Background(), "invoke_agent")
-	ctx, cancel := p.RegisterTrace(ctx) // cancelled on a kill
-	defer cancel(nil)
+	// One run = one trace = one session; ctx is cancelled on a kill.
+	ctx, end := p.StartRun(context.Background(), tp, "invoke_agent")
 	for ctx.Err() == nil { // the agent's loop: same call, same answer
 		_, s := tracer.Start(ctx, "execute_tool bash", trace.WithAttributes(
 			attribute.String("gen_ai.operation.name", "execute_tool"),
@@ -34,7 +33,7 @@ func Example() {
 			attribute.String("gen_ai.tool.call.result", "12\n15\n31\n")))
 		s.End()
 	}
-	run.End()
+	end()
 	_ = tp.ForceFlush(context.Background()) // deliver queued callbacks
 	var kill *sdkprocessor.KillError
 	if errors.As(context.Cause(ctx), &kill) {

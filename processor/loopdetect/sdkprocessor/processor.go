@@ -6,13 +6,13 @@
 // (extract.Extract) and, if it is a tool call, into the same engine with
 // the same defaults. Each state transition reaches the WithCallback
 // function; a kill decision cancels the contexts the agent registered for
-// that session with Register or RegisterTrace, with a *KillError cause.
+// that session with StartRun, Register or RegisterTrace, with a *KillError
+// cause.
 //
 //	p, err := sdkprocessor.New(sdkprocessor.WithCallback(func(t engine.Transition) { log.Print(t.Explanation) }))
 //	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(p), sdktrace.WithBatcher(exp))
-//	ctx, run := tp.Tracer("agent").Start(ctx, "invoke_agent")
-//	ctx, cancel := p.RegisterTrace(ctx) // cancelled on a kill
-//	defer cancel(nil)
+//	ctx, end := p.StartRun(ctx, tp, "invoke_agent") // one run = one session, cancelled on a kill
+//	defer end()
 package sdkprocessor
 
 import (
