@@ -77,7 +77,6 @@ type harness struct {
 	done     chan int
 	agentPID int
 	childPID int
-	env      []string
 	result   string
 }
 

@@ -94,5 +94,5 @@ func TestSecretIsOpaque(t *testing.T) {
 	cfg := loadConfig(t, "full")
 	s := cfg.Kill.Secrets[0]
 	assert.Equal(t, "[REDACTED]", s.String())
-	var _ configopaque.String = s
+	var _ configopaque.String = s //nolint:staticcheck // QF1011: asserts the field keeps the opaque type
 }

@@ -230,7 +230,7 @@ func runProcessor(b *testing.B, w *benchdata.Workload, pr benchProc) {
 	for i := 0; i < warm; i++ {
 		feed()
 	}
-	var fed int64 = int64(warm) * per
+	fed := int64(warm) * per
 	// groupbytrace drops the spans that arrive for a trace between its
 	// release and its removal, so "all spans arrived" may never come: wait
 	// until the sink has all of them or has seen none for 3 × wait_duration.

@@ -86,7 +86,7 @@ func (f *failureStreak) observe(r *record, c *ToolCall, class uint32, total int6
 		}
 	case r.has(fRetryable):
 		// A provider's transient error is the retry policy's business.
-	case f.count > 0 && f.tool == r.tool && f.class == class && !(r.has(fNovel) && r.has(fChanged)):
+	case f.count > 0 && f.tool == r.tool && f.class == class && (!r.has(fNovel) || !r.has(fChanged)):
 		if f.count < 1<<15 {
 			f.count++
 		}

@@ -161,7 +161,7 @@ func (e *Engine) decide(w *window) verdict {
 }
 
 func cycleKey(h []record, period int) uint64 {
-	var k uint64 = uint64(period)
+	k := uint64(period)
 	for i := max(0, len(h)-period); i < len(h); i++ {
 		k = mix(k ^ uint64(h[i].sig) ^ mix(uint64(h[i].fp)))
 	}

@@ -13,7 +13,7 @@ type unsafeEvidenceRule struct{}
 
 func (unsafeEvidenceRule) evaluate(w *window) (verdict, bool) {
 	sh, ok := w.periodic()
-	if !ok || !(sh.lowConf || sh.missing) {
+	if !ok || (!sh.lowConf && !sh.missing) {
 		return verdict{}, false
 	}
 	r := ReasonMissingFingerprint

@@ -377,8 +377,10 @@ func (p *Processor) Shutdown(ctx context.Context) error {
 	p.shutdown.Do(func() {
 		p.isDown.Store(true)
 		close(p.stop)
-		p.tickMu.Lock() // wait for a running Tick
-		p.tickMu.Unlock()
+		// Wait for a running Tick: taking the lock is the wait.
+		p.tickMu.Lock()
+		p.tickMu.Unlock() //nolint:staticcheck // SA2001: the empty section is the wait
+
 		if p.async {
 			p.queueMu.Lock()
 			p.closed = true

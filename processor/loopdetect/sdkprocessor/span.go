@@ -62,7 +62,7 @@ func value(v attribute.Value) extract.Value {
 	default:
 		b, err := json.Marshal(raw(v))
 		if err != nil { // non-finite floats: keep the SDK's own rendering
-			return extract.Value{Kind: extract.KindStructured, Str: v.Emit()}
+			return extract.Value{Kind: extract.KindStructured, Str: v.String()}
 		}
 		return extract.Value{Kind: extract.KindStructured, Str: string(b)}
 	}

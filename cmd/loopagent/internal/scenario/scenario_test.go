@@ -328,13 +328,13 @@ func TestRateLimit(t *testing.T) {
 			t.Errorf("attempt %d has retry.attempt %d", i+1, v.AsInt64())
 		}
 		if v, _ := attrValue(sp, AttrRetryInitialInterval); v.Type() != attribute.FLOAT64 || v.AsFloat64() != 2 {
-			t.Errorf("initial interval %v", v.Emit())
+			t.Errorf("initial interval %v", v.String())
 		}
 		if v, _ := attrValue(sp, AttrRetryBackoffRate); v.Type() != attribute.FLOAT64 || v.AsFloat64() != 2 {
-			t.Errorf("backoff rate %v", v.Emit())
+			t.Errorf("backoff rate %v", v.String())
 		}
 		if v, _ := attrValue(sp, AttrRetryMaxAttempts); v.Type() != attribute.INT64 || v.AsInt64() != 5 {
-			t.Errorf("max attempts %v", v.Emit())
+			t.Errorf("max attempts %v", v.String())
 		}
 		failing := i < 3
 		if failing != (sp.Status().Code == codes.Error) || failing != (attr(sp, AttrErrorType) == "429") {
