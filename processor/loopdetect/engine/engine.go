@@ -30,8 +30,6 @@ type Engine struct {
 
 // Stats are the engine's counters since New.
 type Stats struct {
-	// Calls counts tool calls observed, duplicates included.
-	Calls atomic.Int64
 	// Duplicates counts calls dropped as duplicate deliveries or nested spans of one action.
 	Duplicates atomic.Int64
 	// OutOfOrder counts calls that arrived before a later-started call.
@@ -87,8 +85,6 @@ func New(cfg Config) (*Engine, error) {
 // Stats returns the engine's counters.
 func (e *Engine) Stats() *Stats { return &e.stats }
 
-// Config returns the configuration the engine runs with.
-func (e *Engine) Config() Config { return e.cfg }
 
 func (e *Engine) isRetryable(class string) bool {
 	if class == "" {
@@ -114,7 +110,6 @@ func (e *Engine) isRetryable(class string) bool {
 // Observe feeds one tool call at time now and appends the resulting
 // transitions (usually none) to out.
 func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transition {
-	e.stats.Calls.Add(1)
 	key := c.Session
 	if len(key) > maxKept {
 		key = "sha:" + strconv.FormatUint(xxhash.Sum64String(key), 16) // bounded map keys
