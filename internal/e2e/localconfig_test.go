@@ -69,8 +69,12 @@ func TestReadmeStepsKillWithDefaults(t *testing.T) {
 	col.WaitHealthy(t, ports["LOOP_HEALTH_PORT"], 30*time.Second)
 
 	// Step 3: the agent under the supervisor, its SDK pointed at the collector.
+	secretsFile := filepath.Join(dir, "loopsupervisor.secrets")
+	if err := os.WriteFile(secretsFile, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	supArgs = append(supArgs, "--secrets-file", secretsFile)
 	agentEnv := []string{
-		"LOOPSUPERVISOR_SECRETS=" + secret,
 		fmt.Sprintf("OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:%d", ports["LOOP_OTLP_HTTP_PORT"]),
 	}
 	result := filepath.Join(dir, "supervisor.stdout")
