@@ -15,7 +15,7 @@ import (
 // The environment every config file is validated with: the secrets and
 // directories the files take from ${env:...}. Values are test-only.
 var testEnv = []string{
-	// Standard Webhooks secret of the BUILD-NOTES known-answer vector.
+	// Standard Webhooks secret of the specification's published known-answer vector.
 	"LOOPDETECT_WEBHOOK_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
 	// The alert receiver's own secret (it may not share the kill secret).
 	"LOOPDETECT_ALERTS_SECRET=whsec_YWxlcnRzLW9ubHktc2VjcmV0LWZvci10aGUtdGVzdHM=",

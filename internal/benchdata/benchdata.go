@@ -1,4 +1,4 @@
-// Package benchdata generates the benchmark workload of issue 8: a realistic
+// Package benchdata generates the benchmark workload of BENCHMARKS.md: a realistic
 // mix of GenAI spans (20 % execute_tool spans with 200-byte JSON arguments
 // and 500-byte JSON results, the rest chat and invoke_agent spans) spread
 // over many sessions (one trace each), as pdata batches.

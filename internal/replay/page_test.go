@@ -199,9 +199,9 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 // TestPageInBrowser loads pages in one headless Chromium, a tab each.
 func TestPageInBrowser(t *testing.T) {
 	ctx := browser(t)
-	t.Run("seed 000 and a Claude Code session", func(t *testing.T) { testSeed000Page(t, tab(t, ctx)) })
+	t.Run("the 1,972-call incident and a Claude Code session", func(t *testing.T) { testSeed000Page(t, tab(t, ctx)) })
 	t.Run("100 sessions of 1,000 calls", func(t *testing.T) { testLargePage(t, tab(t, ctx)) })
-	t.Run("screenshot of seed 000", func(t *testing.T) { testSeed000Screenshot(t, tab(t, ctx)) })
+	t.Run("screenshot of the 1,972-call incident", func(t *testing.T) { testSeed000Screenshot(t, tab(t, ctx)) })
 }
 
 func tab(t *testing.T, browser context.Context) context.Context {

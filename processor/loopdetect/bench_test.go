@@ -1,6 +1,6 @@
 package loopdetect_test
 
-// Benchmarks of issue 8 (performance). They run only with -bench (make
+// Processor benchmarks (BENCHMARKS.md). They run only with -bench (make
 // bench); none of them is a Test.
 //
 // BenchmarkProcessor feeds the same pdata batches, in one run, through

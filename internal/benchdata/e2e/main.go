@@ -1,4 +1,4 @@
-// Command e2e measures the otelcol-loop distribution end to end (issue 8,
+// Command e2e measures the otelcol-loop distribution end to end (BENCHMARKS.md,
 // part 3): for each target rate it runs the collector twice, with and
 // without loop_detect in the traces pipeline, feeds it with `loopagent
 // --load` over OTLP/HTTP on loopback, samples the collector's CPU time and

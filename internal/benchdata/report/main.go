@@ -159,7 +159,7 @@ func main() {
 
 	w("# Benchmarks\n\n")
 	w("Written by `make bench` (`internal/benchdata/report`); the raw `go test -bench` output is in `.bench/`. ")
-	w("Figures are medians over the `-count` runs. Targets come from issue 8; they are reported against, not asserted in tests.\n\n")
+	w("Figures are medians over the `-count` runs. Targets are the product's budgets (docs/design.md); they are reported against, not asserted in tests.\n\n")
 	w("| | |\n|---|---|\n")
 	w("| date | %s |\n", time.Now().UTC().Format(time.RFC3339))
 	w("| commit | %s |\n", run("git", "describe", "--always", "--dirty", "--abbrev=12"))
@@ -206,7 +206,7 @@ func main() {
 		f(r.med("BenchmarkObserve/canon=off", "ns/call"), 0),
 		f(r.med("BenchmarkCanonical/doc=args200/impl=stream-xxhash", "ns/op"), 0), f(r.med("BenchmarkCanonical/doc=result500/impl=stream-xxhash", "ns/op"), 0),
 		f(r.med("BenchmarkCanonical/doc=args200/impl=json-sort-sha256", "ns/op"), 0), f(r.med("BenchmarkCanonical/doc=result500/impl=json-sort-sha256", "ns/op"), 0))
-	w("In the processor a tool span also pays extraction (`BenchmarkSpan/op=extract-tool`: %s ns): one pass over the span's attributes into the SPEC §3 key slots, the resource look-ups for session, agent and target, the wrapper checks, and the same two digests. The remaining gap to 1 µs is mostly canonicalization (about 1.2 ns per JSON byte).\n",
+	w("In the processor a tool span also pays extraction (`BenchmarkSpan/op=extract-tool`: %s ns): one pass over the span's attributes into the configured key slots, the resource look-ups for session, agent and target, the wrapper checks, and the same two digests. The remaining gap to 1 µs is mostly canonicalization (about 1.2 ns per JSON byte).\n",
 		f(r.med("BenchmarkSpan/op=extract-tool", "ns/op"), 0))
 	w("- **Non-tool spans.** A span's declared operation (`gen_ai.operation.name`, the first `tool_call` key) decides alone, so a GenAI non-tool span costs one attribute look-up like the floor's, plus the processor's per-span work (removing foreign verdict events, the event-time clock, the call). That is the %s× measured (about %s ns against %s); a span that declares nothing is still scanned once for the other clients' keys.\n",
 		f(ntRatio, 2), f(r.med("BenchmarkProcessor/mix=nontool/proc=loop_detect", "cpu-ns/span"), 1), f(r.med("BenchmarkProcessor/mix=nontool/proc=floor", "cpu-ns/span"), 1))

@@ -1,6 +1,6 @@
 package engine_test
 
-// Engine benchmarks of issue 8 (performance). They run only with -bench
+// Engine benchmarks (BENCHMARKS.md). They run only with -bench
 // (make bench); none of them is a Test.
 
 import (

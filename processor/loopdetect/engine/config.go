@@ -20,7 +20,7 @@ type Config struct {
 	// MinRepetitions is how often a cycle must repeat to be loop-shaped.
 	MinRepetitions int
 	// FrequentWindow and FrequentThreshold: ≥ threshold identical calls among
-	// the last window calls is stuck (seed 000). Threshold 0 disables it.
+	// the last window calls is stuck (the 1,972-call incident's rule). Threshold 0 disables it.
 	FrequentWindow    int
 	FrequentThreshold int
 	// NameOnlyThreshold lets name-only signatures reach stuck when that many
@@ -87,7 +87,7 @@ var DefaultRetryableClasses = []string{
 	"unavailable", "throttl", "overloaded", "temporar", "connection reset",
 }
 
-// DefaultConfig returns the documented defaults (SPEC §5, seeds 000/001/004).
+// DefaultConfig returns the documented defaults (docs/design.md).
 func DefaultConfig() Config {
 	return Config{
 		MaxSessions:       100_000,

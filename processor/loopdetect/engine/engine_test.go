@@ -343,7 +343,7 @@ func TestHealthyShapesAreNotKilled(t *testing.T) {
 				b.call(4*time.Second, "read_file", `{"p":"a"}`, `{"status":"done","content":"v2"}`),
 			}
 		}, false},
-		{"left the polling loop as seed 004 advises", func(b *callBuilder) []*ToolCall {
+		{"left the polling loop after two identical results, as the async-task post-mortem advises", func(b *callBuilder) []*ToolCall {
 			return []*ToolCall{
 				b.call(0, "get_task", `{"t":1}`, `{"state":"running"}`),
 				b.call(time.Second, "get_task", `{"t":1}`, `{"state":"running"}`),

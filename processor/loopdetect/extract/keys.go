@@ -51,7 +51,7 @@ type EventKey struct {
 	Path  string `mapstructure:"path"`
 }
 
-// Keys are the attribute key lists of SPEC §3, each evaluated in order,
+// Keys are the attribute key lists (docs/clients.md), each evaluated in order,
 // first hit wins.
 type Keys struct {
 	// ToolCall are the attribute matches that make a span a tool call.
@@ -106,7 +106,7 @@ type Keys struct {
 	WaitReason           string `mapstructure:"wait_reason"`
 }
 
-// DefaultKeys returns SPEC §3's key lists and the product's evidence
+// DefaultKeys returns the recognised frameworks' key lists and the product's evidence
 // attribute names.
 func DefaultKeys() Keys {
 	return Keys{

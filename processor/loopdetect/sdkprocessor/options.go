@@ -132,7 +132,7 @@ func WithDigestKey(key []byte) Option {
 	return func(o *options) { o.engine.DigestKey = append([]byte(nil), key...) }
 }
 
-// WithFrequentIdentical sets seed 000's rule: threshold identical calls
+// WithFrequentIdentical sets the 1,972-call incident's rule: threshold identical calls
 // among the last window make a loop (the collector's frequent_identical;
 // threshold 0 disables it).
 func WithFrequentIdentical(window, threshold int) Option {

@@ -119,7 +119,7 @@ const (
 	seedResult = "12\n15\n31\n"
 )
 
-// runSeed000 plays seed 000: 16 varied calls, then the same bash call with
+// runSeed000 plays the 1,972-call incident: 16 varied calls, then the same bash call with
 // the same answer up to 200 times, until ctx is cancelled. It returns the
 // number of calls made.
 func runSeed000(ctx context.Context, a *agent, extra ...attribute.KeyValue) int {

@@ -20,7 +20,7 @@ import (
 
 // Attribute keys the simulated agent writes. GenAI keys follow the OTel
 // semantic conventions; loopdetect.* keys are the product's evidence
-// attributes (SPEC §3).
+// attributes (docs/clients.md).
 const (
 	AttrOperationName  = "gen_ai.operation.name"
 	AttrAgentName      = "gen_ai.agent.name"
@@ -172,7 +172,7 @@ func jsonArgs(kv ...string) string {
 	return b.String()
 }
 
-// seed000 reproduces seed 000: sixteen normal, varied tool calls, then the
+// seed000 reproduces the 1,972-call incident: sixteen normal, varied tool calls, then the
 // same bash call with the same valid answer, forever.
 func seed000() Scenario {
 	varied := []Call{
@@ -217,7 +217,7 @@ func seed000() Scenario {
 	}
 }
 
-// oscillation is the A-B-A-B search/read loop of seed 001 with an unchanged
+// oscillation is the A-B-A-B search/read oscillation over an unchanged brief, with an unchanged
 // brief.
 func oscillation() Scenario {
 	a := Call{Tool: "web_search", Args: jsonArgs("query", oscillationQuery, "page_token", ""),
@@ -368,7 +368,7 @@ func approval() Scenario {
 }
 
 // terminalReread submits an async task, polls it to completion, then keeps
-// re-reading the same complete result (seed 004) until killed.
+// re-reading the same complete result (the async-task incident) until killed.
 func terminalReread() Scenario {
 	read := jsonArgs("task_id", terminalTaskID)
 	complete := `{"task_id":"` + terminalTaskID + `","state":"complete","result":{"summary":"3 regressions in checkout latency","tickets_suggested":2}}`

@@ -212,7 +212,7 @@ func TestSeed000(t *testing.T) {
 			t.Errorf("call %d result %q", i+1, attr(r.tools[i], AttrToolCallResult))
 		}
 		if r.tools[i].Status().Code == codes.Error {
-			t.Errorf("call %d is an error; seed 000's loop has valid answers", i+1)
+			t.Errorf("call %d is an error; the 1,972-call loop has valid answers", i+1)
 		}
 	}
 	if seen[want] != 0 {
