@@ -85,7 +85,6 @@ func New(cfg Config) (*Engine, error) {
 // Stats returns the engine's counters.
 func (e *Engine) Stats() *Stats { return &e.stats }
 
-
 func (e *Engine) isRetryable(class string) bool {
 	if class == "" {
 		return false
