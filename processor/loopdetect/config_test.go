@@ -26,6 +26,10 @@ func TestLoadConfig(t *testing.T) {
 	custom.MaxPeriod = 4
 	custom.FrequentIdentical = FrequentConfig{Window: 12, Threshold: 6}
 	custom.NameOnlyThreshold = 14
+	custom.LongCycle.MinCalls = 6
+	custom.CycleWithoutResults = ResultlessCycleConfig{MaxPeriod: 4, Repetitions: 3}
+	custom.FailureStreak = FailureStreakConfig{Threshold: 9, UnknownToolThreshold: 2}
+	custom.Normalizer.UnknownToolMarkers = []string{"no such command"}
 	custom.Backstop = 3 * time.Hour
 	custom.Hysteresis = 2
 	custom.Retry = RetryConfig{RetryableClasses: []string{"rate_limit", "503"}, InitialInterval: time.Second, BackoffRate: 3, MaxAttempts: 4, Tolerance: 0.1}
@@ -42,10 +46,11 @@ func TestLoadConfig(t *testing.T) {
 	}{
 		{id: component.NewID(metadata.Type), want: createDefaultConfig()},
 		{id: component.NewIDWithName(metadata.Type, "custom"), want: custom},
-		{id: component.NewIDWithName(metadata.Type, "bad_history"), wantErr: "history_size"},
+		{id: component.NewIDWithName(metadata.Type, "bad_history"), wantErr: "history_size must be in 2..1024, got 1"},
 		{id: component.NewIDWithName(metadata.Type, "bad_reason"), wantErr: `kill.reasons: unknown reason "bored"`},
-		{id: component.NewIDWithName(metadata.Type, "bad_window"), wantErr: "frequent_identical"},
-		{id: component.NewIDWithName(metadata.Type, "bad_tick"), wantErr: "tick_interval"},
+		{id: component.NewIDWithName(metadata.Type, "bad_window"), wantErr: "frequent_identical: threshold (5) must be ≤ window (40) ≤ history_size (12)"},
+		{id: component.NewIDWithName(metadata.Type, "bad_streak"), wantErr: "failure_streak: threshold (-1)"},
+		{id: component.NewIDWithName(metadata.Type, "bad_tick"), wantErr: "tick_interval must be positive, got 0s"},
 		{id: component.NewIDWithName(metadata.Type, "no_tool_match"), wantErr: "attributes: tool_call and tool_span_names are both empty"},
 	}
 	for _, tt := range tests {

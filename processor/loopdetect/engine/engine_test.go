@@ -48,29 +48,47 @@ func mustEngine(t *testing.T, mod func(*Config)) *Engine {
 	return e
 }
 
+// TestConfigValidation changes one setting at a time from the defaults and
+// checks that the error names that setting, so a case cannot pass because
+// another check failed.
 func TestConfigValidation(t *testing.T) {
 	tests := []struct {
-		name string
-		mod  func(*Config)
-		ok   bool
+		name    string
+		mod     func(*Config)
+		wantErr string // "" = valid
 	}{
-		{"defaults", func(*Config) {}, true},
-		{"history too small for periods", func(c *Config) { c.HistorySize = 4 }, false},
-		{"window over history", func(c *Config) { c.FrequentWindow = 20 }, false},
-		{"threshold over window", func(c *Config) { c.FrequentThreshold = 11 }, false},
-		{"frequent disabled", func(c *Config) { c.FrequentThreshold = 0 }, true},
-		{"no sessions", func(c *Config) { c.MaxSessions = 0 }, false},
-		{"hysteresis zero", func(c *Config) { c.Hysteresis = 0 }, false},
-		{"backoff below one", func(c *Config) { c.RetryPolicy.BackoffRate = 0.5 }, false},
-		{"tolerance one", func(c *Config) { c.BackoffTolerance = 1 }, false},
-		{"name-only over history", func(c *Config) { c.NameOnlyThreshold = 99 }, false},
+		{"defaults", func(*Config) {}, ""},
+		{"history too small for periods", func(c *Config) {
+			c.HistorySize, c.FrequentWindow, c.FrequentThreshold, c.MaxPeriod = 5, 5, 5, 3
+		}, "max_period × min_repetitions"},
+		{"window over history", func(c *Config) { c.FrequentWindow = 20 }, "frequent_identical"},
+		{"threshold over window", func(c *Config) { c.FrequentThreshold = 11 }, "frequent_identical"},
+		{"frequent disabled", func(c *Config) { c.FrequentThreshold = 0 }, ""},
+		{"no sessions", func(c *Config) { c.MaxSessions = 0 }, "max_sessions"},
+		{"hysteresis zero", func(c *Config) { c.Hysteresis = 0 }, "hysteresis"},
+		{"backoff below one", func(c *Config) { c.RetryPolicy.BackoffRate = 0.5 }, "backoff_rate"},
+		{"tolerance one", func(c *Config) { c.BackoffTolerance = 1 }, "retry.tolerance"},
+		{"name-only over history", func(c *Config) { c.NameOnlyThreshold = 99 }, "name_only_threshold"},
+		{"long cycle over the ring", func(c *Config) { c.LongCycleMinCalls = recentCalls + 1 }, "long_cycle.min_calls"},
+		{"long cycle off", func(c *Config) { c.LongCycleMinCalls = 0 }, ""},
+		{"cycle without results: one repetition", func(c *Config) { c.ResultlessCycleRepetitions = 1 }, "cycle_without_results"},
+		{"cycle without results: period too long", func(c *Config) { c.ResultlessCycleMaxPeriod = maxResultlessPeriod + 1 }, "cycle_without_results"},
+		{"cycle without results off", func(c *Config) { c.ResultlessCycleRepetitions = 0 }, ""},
+		{"negative failure streak", func(c *Config) { c.FailureStreak = -1 }, "failure_streak"},
+		{"negative unknown-tool streak", func(c *Config) { c.UnknownToolStreak = -1 }, "unknown_tool_threshold"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := DefaultConfig()
 			tt.mod(&cfg)
-			if err := cfg.Validate(); (err == nil) != tt.ok {
-				t.Fatalf("Validate() = %v, want ok=%v", err, tt.ok)
+			err := cfg.Validate()
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("Validate() = %v, want nil", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("Validate() = %v, want an error naming %q", err, tt.wantErr)
+			case tt.wantErr != "" && strings.Count(err.Error(), "\n") > 0:
+				t.Fatalf("Validate() = %v, want only the %q error", err, tt.wantErr)
 			}
 		})
 	}
