@@ -274,6 +274,7 @@ func (e *ccEmitter) post(ctx context.Context, path string, body []byte, records,
 			continue
 		}
 		req.Header.Set("Content-Type", "application/x-protobuf")
+		req.Header.Set("Authorization", "Bearer "+otlpToken)
 		resp, err := e.client.Do(req)
 		if err != nil {
 			last = err.Error()

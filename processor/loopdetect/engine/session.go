@@ -197,7 +197,10 @@ func (s *session) dedup(c *record) dedupOutcome {
 		if outerArrived {
 			spanID, parent = c.spanID, c.parent
 		}
-		if c.evidenceScore() <= r.evidenceScore() {
+		// The richer evidence wins; between equals, the smaller signature,
+		// so a call described twice (a Claude Code span and its log record)
+		// keeps the same description whichever arrives first.
+		if cs, rs := c.evidenceScore(), r.evidenceScore(); cs < rs || (cs == rs && c.sig >= r.sig) {
 			r.spanID, r.parent, r.start = spanID, parent, start
 			return dedupDrop
 		}

@@ -100,3 +100,33 @@ func TestMicrosRoundsUpAndSaturates(t *testing.T) {
 		}
 	}
 }
+
+// TestTwinWithEqualEvidenceKeepsOneDescriptionWhateverTheOrder: a call
+// described twice with equally rich evidence (a Claude Code span with the
+// command, its log record with the tool input) keeps the same signature
+// whichever description arrives first, so a loop's calls stay identical.
+func TestTwinWithEqualEvidenceKeepsOneDescriptionWhateverTheOrder(t *testing.T) {
+	kept := func(spanFirst bool) Digest {
+		e := mustEngine(t, nil)
+		b := newBuilder("cc")
+		span := b.call(0, "Bash", `"npm test"`, "")
+		span.CallID = "toolu_1"
+		rec := b.call(0, "Bash", `{"command":"npm test","description":"run the tests"}`, "")
+		rec.CallID = "toolu_1"
+		first, second := rec, span
+		if spanFirst {
+			first, second = span, rec
+		}
+		e.Observe(first, first.End, nil)
+		e.Observe(second, second.End, nil)
+		sh := &e.shards[e.shardOf("cc")]
+		s := sh.sessions["cc"]
+		if len(s.hist) != 1 {
+			t.Fatalf("%d calls kept, want the twins merged into 1", len(s.hist))
+		}
+		return s.hist[0].sig
+	}
+	if a, b := kept(true), kept(false); a != b {
+		t.Fatalf("signature depends on arrival order: %x vs %x", a, b)
+	}
+}
