@@ -17,6 +17,7 @@ func TestRoundTripThroughSpanEvents(t *testing.T) {
 		FirstLoopSpanID: "11", SpanID: "22", DelayCalls: 5, DelaySeconds: 36, Kill: true,
 		Explanation: "loop detected: same tool call x5 of last 10", DecidedAt: time.Date(2026, 1, 1, 0, 0, 36, 0, time.UTC),
 		Client: "genai_semconv", Agent: "pi", Target: Target{ServiceName: "a", ServiceInstanceID: "i", PID: 7, HostName: "h"},
+		TokensTotal: 48_000, TokensLoop: 12_500,
 	}
 	td := ptrace.NewTraces()
 	spans := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()

@@ -82,7 +82,7 @@ func FromMap(m pcommon.Map) (Record, error) {
 	if v, ok := m.Get(attrBody); ok && v.Type() == pcommon.ValueTypeBytes {
 		r.Body = v.Bytes().AsRaw()
 	}
-	if (r.Dest != DestKill && r.Dest != DestAlerts) || r.WebhookID == "" || len(r.Body) == 0 {
+	if (r.Dest != DestKill && r.Dest != DestAlerts && r.Dest != DestAlertmanager) || r.WebhookID == "" || len(r.Body) == 0 {
 		return r, errNotRecord
 	}
 	return r, nil
@@ -99,6 +99,8 @@ type Policy struct {
 	// States and Reasons filter the alerts destination; nil lets all pass.
 	States  map[string]bool
 	Reasons map[string]bool
+	// Alertmanager, when set, turns events into Alertmanager alerts.
+	Alertmanager *Alertmanager
 }
 
 // Outcome counts what Records decided besides the records it returned.
@@ -148,6 +150,15 @@ func (p *Policy) Records(ev *loopevent.Event, now time.Time) ([]Record, Outcome,
 			recs = append(recs, Record{Dest: DestAlerts, WebhookID: ev.ID + ".transition", EventID: ev.ID, Type: TypeTransition, Body: raw})
 		} else {
 			out.Filtered = true
+		}
+	}
+	if p.Alertmanager != nil {
+		if als := p.Alertmanager.Alerts(ev, decided); len(als) > 0 {
+			r, err := AlertmanagerRecord(ev.ID, "."+DestAlertmanager, als)
+			if err != nil {
+				return nil, out, err
+			}
+			recs = append(recs, r)
 		}
 	}
 	return recs, out, nil
