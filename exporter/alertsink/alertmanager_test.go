@@ -97,6 +97,12 @@ receivers:
 `, amGroupWait, amGroupInterval, hook)
 	cfgPath := filepath.Join(dir, "alertmanager.yml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o600))
+	return runAlertmanager(t, bin, dir, cfgPath)
+}
+
+// runAlertmanager starts bin with cfgPath and waits until it is ready.
+func runAlertmanager(t *testing.T, bin, dir, cfgPath string) string {
+	t.Helper()
 	port := testproc.FreePort(t)
 	p := testproc.Start(t, dir, "alertmanager", nil, "", bin,
 		"--config.file="+cfgPath,
@@ -236,4 +242,54 @@ func TestAlertmanagerFiresOnceResolvesAndHonoursSilences(t *testing.T) {
 	require.Len(t, alerts, 1, "the silenced alert reached alertmanager")
 	assert.Equal(t, "suppressed", alerts[0].Status.State)
 	assert.Len(t, alerts[0].Status.SilencedBy, 1)
+}
+
+// The ready-made config/alertmanager.yml loads in the pinned Alertmanager
+// and accepts the alerts alert_sink posts.
+func TestShippedAlertmanagerConfigLoads(t *testing.T) {
+	bin := testproc.RequireTool(t, "ALERTMANAGER_BIN", "alert-tools")
+	base := runAlertmanager(t, bin, t.TempDir(), filepath.Join("..", "..", "config", "alertmanager.yml"))
+	exp := startTraces(t, alertmanagerConfig(t, base), nopSettings())
+	require.NoError(t, exp.ConsumeTraces(context.Background(), tracesWith(stuckTransition("sess-cfg", 1, "working", "stuck", time.Now()))))
+	resp, err := http.Get(base + "/api/v2/alerts?" + url.Values{"filter": {`session="sess-cfg"`}}.Encode())
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var alerts []map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&alerts))
+	require.Len(t, alerts, 1)
+}
+
+// An uncertain session pages only when it stays uncertain past
+// alertmanager.uncertain_after; the delayed alert goes through the same
+// queue and delivery as the others.
+func TestUncertainAlertIsPostedWhenItPersists(t *testing.T) {
+	var posts recorder
+	base := recordingServer(t, &posts, http.StatusOK)
+	cfg := alertmanagerConfig(t, base)
+	cfg.Alertmanager.UncertainAfter = 10 * time.Minute
+	exp := startTraces(t, cfg, nopSettings())
+	sink := exp.(*tracesExporter).sink
+	decided := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := decided
+	sink.now = func() time.Time { return clock }
+
+	ev := stuckTransition("sess-u", 1, "working", "uncertain", decided)
+	ev.Reason = "missing_fingerprint"
+	require.NoError(t, exp.ConsumeTraces(context.Background(), tracesWith(ev)))
+	assert.Empty(t, posts.all(), "uncertain does not page at once")
+
+	clock = decided.Add(9 * time.Minute)
+	sink.fireDue(context.Background())
+	assert.Empty(t, posts.all())
+
+	clock = decided.Add(10 * time.Minute)
+	sink.fireDue(context.Background())
+	require.Len(t, posts.all(), 1)
+	var als []map[string]any
+	require.NoError(t, json.Unmarshal(posts.all()[0].body, &als))
+	require.Len(t, als, 1)
+	labels := als[0]["labels"].(map[string]any)
+	assert.Equal(t, "AgentUncertain", labels["alertname"])
+	assert.Equal(t, "sess-u", labels["session"])
+	assert.Equal(t, "2030-01-02T03:04:05Z", als[0]["startsAt"], "the alert starts when the session became uncertain")
 }

@@ -138,6 +138,7 @@ func newAlertSink(cfg *Config, set exporter.Settings) (*alertSink, error) {
 		policy: alert.Policy{
 			Kill:    cfg.Kill.Endpoint != "",
 			KillTTL: cfg.Kill.TTL,
+			WarnOn:  toSet(cfg.Kill.WarnOn),
 			Alerts:  cfg.Alerts.Endpoint != "",
 			States:  toSet(cfg.Alerts.States),
 			Reasons: toSet(cfg.Alerts.Reasons),
@@ -437,7 +438,11 @@ func (s *alertSink) deliver(ctx context.Context, r *alert.Record) error {
 	}
 	now := s.now()
 	if r.Expired(now) {
-		s.expired(ctx, r.EventID)
+		if r.Type == alert.TypeKill {
+			s.expired(ctx, r.EventID)
+		} else {
+			s.dropped(ctx, r.Dest, "expired")
+		}
 		return nil
 	}
 	req, err := d.dest.newRequest(ctx, r, now)

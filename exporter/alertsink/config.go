@@ -87,6 +87,14 @@ type KillConfig struct {
 	// undelivered at expires_at is dropped and counted (key `kill.ttl`,
 	// default 60s).
 	TTL time.Duration `mapstructure:"ttl"`
+
+	// WarnOn lists the states whose entry sends a signed warn (type
+	// loop.warn, action "warn") to this destination before any kill: the
+	// first step of the response ladder, where the supervisor can nudge
+	// the agent (key `kill.warn_on`, default [stuck]; [] sends none). A
+	// warn expires like a kill, after ttl. In dry-run mode the warns are
+	// still sent while kills are only marked.
+	WarnOn []string `mapstructure:"warn_on"`
 }
 
 // AlertsConfig is the destination of state alerts.
@@ -155,6 +163,7 @@ func createDefaultConfig() component.Config {
 		Kill: KillConfig{
 			DestinationConfig: DestinationConfig{ClientConfig: confighttp.NewDefaultClientConfig()},
 			TTL:               60 * time.Second,
+			WarnOn:            []string{"stuck"},
 		},
 		Alerts: AlertsConfig{
 			DestinationConfig: DestinationConfig{ClientConfig: confighttp.NewDefaultClientConfig()},
@@ -186,6 +195,11 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.Kill.TTL <= 0 {
 		errs = append(errs, fmt.Errorf("kill.ttl: must be positive, got %s", cfg.Kill.TTL))
+	}
+	for i, s := range cfg.Kill.WarnOn {
+		if !isKnownState(s) || s == "working" {
+			errs = append(errs, fmt.Errorf("kill.warn_on[%d]: state %q cannot be warned about (want one of retrying, waiting, stuck, uncertain)", i, s))
+		}
 	}
 	for i, s := range cfg.Alerts.States {
 		if !isKnownState(s) {
