@@ -165,6 +165,7 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 	if s.insert(rec, e.cfg.HistorySize) {
 		e.stats.OutOfOrder.Add(1)
 	}
+	s.markTokens()
 	if s.firstStart == 0 || rec.start < s.firstStart {
 		s.firstStart = rec.start
 	}

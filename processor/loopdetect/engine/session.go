@@ -79,6 +79,7 @@ type session struct {
 	// x holds what only some sessions need (a loop, a lease, failures),
 	// allocated on first use to keep a working session small.
 	x      *sessionExtras
+	tok    *tokenState
 	source string
 	agent  string
 	client string
@@ -618,7 +619,7 @@ func (e *Engine) evaluate(sh *shard, s *session, now int64, trig Trigger, span [
 		if v.loopStart < 0 {
 			loopCalls = s.total - loop.startIndex + 1
 		}
-		if e.killReasons[v.reason] || (e.cfg.Kill.AfterLoopCalls > 0 && loopCalls >= int64(e.cfg.Kill.AfterLoopCalls)) {
+		if e.killReasons[v.reason] || (e.cfg.Kill.AfterLoopCalls > 0 && loopCalls >= int64(e.cfg.Kill.AfterLoopCalls)) || e.loopTokensKill(s, loop) {
 			kill = true
 			loop.killed = true
 		}
@@ -683,6 +684,7 @@ func (e *Engine) evaluate(sh *shard, s *session, now int64, trig Trigger, span [
 		}
 	}
 	t.Explanation = e.explain(sh, s, v, from, trig, now)
+	s.fillTokens(loop, &t)
 	return append(out, t)
 }
 

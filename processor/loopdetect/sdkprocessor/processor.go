@@ -195,6 +195,8 @@ func (p *Processor) OnEnd(s sdktrace.ReadOnlySpan) {
 		p.handle(w.trans)
 		clear(w.trans)
 		w.call = engine.ToolCall{} // drop references into the span
+	} else {
+		p.usage(w)
 	}
 	w.span = span{}
 	p.pool.Put(w)

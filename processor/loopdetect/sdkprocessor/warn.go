@@ -3,6 +3,7 @@ package sdkprocessor
 import (
 	"github.com/otelcol-loop/otelcol-loop/internal/loopevent"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
 )
 
 // Warning is the response ladder's step before a kill: a session has just
@@ -40,4 +41,17 @@ func (p *Processor) warnFor(t *engine.Transition) {
 		Nudge:       loopevent.Nudge(t.Reason.String(), t.CycleTools, int64(t.Repetitions)),
 		KillFollows: t.Kill || t.DryRun,
 	})
+}
+
+// usage feeds the token usage of an LLM span (not a tool call) to the
+// engine; a kill it causes (engine KillPolicy.MaxLoopTokens) is handled
+// like any other.
+func (p *Processor) usage(w *work) {
+	u, ok := extract.ExtractUsage(p.x, &w.span, &w.sc)
+	if !ok {
+		return
+	}
+	w.trans = p.eng.AddTokens(u.Session, u.Tokens, p.now(), w.trans[:0])
+	p.handle(w.trans)
+	clear(w.trans)
 }

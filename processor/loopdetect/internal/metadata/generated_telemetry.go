@@ -93,7 +93,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.LoopdetectLoopTokens, err = builder.meter.Int64Counter(
 		"otelcol_loopdetect_loop_tokens",
-		metric.WithDescription("Model tokens (input + output) that looping sessions' LLM calls used from the start of the loop to its transition into stuck or its kill, counted once per transition. [Development]"),
+		metric.WithDescription("Model tokens (input + output) that looping sessions' LLM calls had used from the start of each loop to its detection (the transition into stuck). [Development]"),
 		metric.WithUnit("{token}"),
 	)
 	errs = errors.Join(errs, err)

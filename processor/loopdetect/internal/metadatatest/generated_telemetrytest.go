@@ -87,7 +87,7 @@ func AssertEqualLoopdetectKills(t *testing.T, tt *componenttest.Telemetry, dps [
 func AssertEqualLoopdetectLoopTokens(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_loopdetect_loop_tokens",
-		Description: "Model tokens (input + output) that looping sessions' LLM calls used from the start of the loop to its transition into stuck or its kill, counted once per transition. [Development]",
+		Description: "Model tokens (input + output) that looping sessions' LLM calls had used from the start of each loop to its detection (the transition into stuck). [Development]",
 		Unit:        "{token}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
