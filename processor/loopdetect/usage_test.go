@@ -53,8 +53,10 @@ func TestLoopTokensReachEventsMetricsAndKill(t *testing.T) {
 	stuck := evs[0]
 	assert.Equal(t, "stuck", stuck.To)
 	assert.False(t, stuck.Kill)
-	assert.Equal(t, int64(2000), stuck.TokensTotal)
-	assert.Equal(t, int64(2000), stuck.TokensLoop)
+	// Counted from the session's first tool call on: the model call before
+	// it had no session yet.
+	assert.Equal(t, int64(1000), stuck.TokensTotal)
+	assert.Equal(t, int64(1000), stuck.TokensLoop)
 
 	var kill *int
 	for i := range evs {
@@ -69,5 +71,5 @@ func TestLoopTokensReachEventsMetricsAndKill(t *testing.T) {
 	require.NoError(t, err)
 	sum := m.Data.(metricdata.Sum[int64])
 	require.Len(t, sum.DataPoints, 1)
-	assert.Equal(t, int64(2000), sum.DataPoints[0].Value, "tokens burned up to the detection")
+	assert.Equal(t, int64(1000), sum.DataPoints[0].Value, "tokens burned up to the detection")
 }

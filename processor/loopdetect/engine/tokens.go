@@ -22,9 +22,10 @@ type tokenState struct {
 	marks [tokenMarks]uint32
 }
 
-// AddTokens adds the tokens one model call of session used, at now. It
-// appends the transitions it causes to out: a kill when the stuck loop's
-// tokens reach kill.max_loop_tokens.
+// AddTokens adds the tokens one model call of session used, at now, if the
+// session is tracked (it has had a tool call). It appends the transitions
+// it causes to out: a kill when the stuck loop's tokens reach
+// kill.max_loop_tokens.
 func (e *Engine) AddTokens(session string, tokens int64, now time.Time, out []Transition) []Transition {
 	if tokens <= 0 {
 		return out
@@ -37,16 +38,21 @@ func (e *Engine) AddTokens(session string, tokens int64, now time.Time, out []Tr
 	sh := &e.shards[kh%numShards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	s := sh.get(e, key, kh)
-	nowNs := now.UnixNano()
-	s.lastSeen = nowNs
+	// Only sessions with tool calls are tracked: model calls alone neither
+	// create a session (a chat-only agent must not fill max_sessions) nor
+	// count as activity. The tokens of the model calls before a session's
+	// first tool call are not counted; a loop's are.
+	s, ok := sh.sessions[key]
+	if !ok {
+		return out
+	}
 	if s.tok == nil {
 		s.tok = &tokenState{}
 	}
 	s.tok.total += tokens
 	if e.cfg.Kill.MaxLoopTokens > 0 && s.state == StateStuck && s.x != nil && !s.x.loop.killed &&
 		s.loopTokens(&s.x.loop) >= e.cfg.Kill.MaxLoopTokens {
-		out = e.evaluate(sh, s, nowNs, TriggerTick, [8]byte{}, out)
+		out = e.evaluate(sh, s, now.UnixNano(), TriggerTick, [8]byte{}, out)
 	}
 	return out
 }

@@ -36,18 +36,19 @@ func TestTransitionsCarryTokensOfSessionAndLoop(t *testing.T) {
 		t.Fatalf("want one transition into stuck, got %+v", out)
 	}
 	tr := out[0]
-	if tr.TokensTotal != 5000 {
-		t.Errorf("TokensTotal = %d, want 5000 (five model calls)", tr.TokensTotal)
+	if tr.TokensTotal != 4000 {
+		t.Errorf("TokensTotal = %d, want 4000 (the model calls after the first tool call)", tr.TokensTotal)
 	}
 	if tr.TokensLoop != 2000 {
 		t.Errorf("TokensLoop = %d, want 2000 (the model calls that chose the loop's two calls)", tr.TokensLoop)
 	}
-	// Usage without any tool call yet creates the session's count too.
-	if got := e.AddTokens("fresh", 10, t0, nil); len(got) != 0 {
+	// Model calls alone never create a session: a chat-only agent must not
+	// fill max_sessions.
+	if got := e.AddTokens("chat-only", 10, t0, nil); len(got) != 0 {
 		t.Fatalf("tokens alone decided %+v", got)
 	}
-	if _, _, ok := e.Session("fresh"); !ok {
-		t.Fatal("a session's first model call must be counted")
+	if _, _, ok := e.Session("chat-only"); ok {
+		t.Fatal("a session without tool calls was created by its model calls")
 	}
 }
 

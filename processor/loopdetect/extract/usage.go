@@ -34,16 +34,31 @@ func ExtractUsage[S Span](x *Extractor, s S, sc *Scratch) (Usage, bool) {
 	if u.Tokens <= 0 {
 		return u, false
 	}
+	// Rules sharing a key (the defaults list them together) share one
+	// look-up.
+	var (
+		lastKey string
+		v       Value
+		found   bool
+	)
 	for i := range x.keys.UsageSkip {
 		m := &x.keys.UsageSkip[i]
-		if v, ok := s.Attr(m.Key); ok && m.matchValue(v) {
+		if i == 0 || m.Key != lastKey {
+			lastKey = m.Key
+			v, found = s.Attr(m.Key)
+		}
+		if found && m.matchValue(v) {
 			return u, false
 		}
 	}
-	a := newAttrs(x, s, sc)
-	if v, _, ok := a.firstOrResource(x.slots.session); ok && v.Text() != "" {
-		u.Session = v.Text()
-		return u, true
+	// The one-pass attribute read is needed only for configured session
+	// keys; by default the session is the trace id.
+	if len(x.slots.session) > 0 {
+		a := newAttrs(x, s, sc)
+		if v, _, ok := a.firstOrResource(x.slots.session); ok && v.Text() != "" {
+			u.Session = v.Text()
+			return u, true
+		}
 	}
 	tid := s.TraceID()
 	const hexdigits = "0123456789abcdef"
