@@ -32,4 +32,4 @@ test-unit: export PROMTOOL_BIN ?= $(PROMTOOL)
 
 # Only the alerting tests, verbose.
 test-alerts: alert-tools
-	ALERTMANAGER_BIN=$(ALERTMANAGER) PROMTOOL_BIN=$(PROMTOOL) $(GO) test -count=1 -v -run 'Alertmanager|Rules|Dashboard' ./exporter/alertsink/ ./deploy/monitoring/
+	ALERTMANAGER_BIN=$(ALERTMANAGER) PROMTOOL_BIN=$(PROMTOOL) $(GO) test -count=1 -v -run 'Alertmanager|Uncertain|Rule|Queried' ./exporter/alertsink/ ./deploy/monitoring/
