@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # otelcol-loop demo (`make demo`): an agent falls into the loop of the
 # 1,972-call incident (the same bash call, the same answer, over and over),
-# the collector sees it, the supervisor stops it.
+# the collector sees it, the supervisor warns it (the nudge, through
+# --on-warn) and then stops it; the story lines show the tokens the loop
+# burned.
 #
 #   bin/otelcol-loop (config/demo.yaml)  <--OTLP--  bin/loopagent --scenario bash-loop
 #        | loop_detect -> alert_sink --signed kill webhook-->  bin/loopsupervisor (runs the agent)
@@ -154,6 +156,7 @@ track $! demowatch
 # --- 3. the supervisor around the agent --------------------------------------
 env LOOPSUPERVISOR_SECRETS="$SECRET" \
 	"$BIN/loopsupervisor" --allow-env-secrets --listen "127.0.0.1:$SUPERVISOR" --grace 5s --backstop 10m \
+	--on-warn 'echo "loopsupervisor: nudge for the agent: $LOOPSUPERVISOR_NUDGE" >&2' \
 	--result-file "$RESULT" -- \
 	"$BIN/loopagent" --endpoint "127.0.0.1:$OTLP_HTTP" --scenario "$SCENARIO" --speed "$SPEED" \
 	>"$WORK/agent.stdout" 2>"$WORK/supervisor+agent.log" &
@@ -177,6 +180,8 @@ show_log() {
 			;;
 		"loopagent: terminated"*) bline agent "${l#loopagent: }" ;;
 		"loopagent: "*) line agent "${l#loopagent: }" ;;
+		*"loopsupervisor: verified warn"*) bline supervisor "> ${l#*loopsupervisor: }" ;;
+		*"loopsupervisor: nudge for the agent"*) line supervisor "  ${l#*loopsupervisor: }" ;;
 		*"loopsupervisor: verified kill"*) bline supervisor ">>> ${l#*loopsupervisor: }" ;;
 		*"loopsupervisor: "*) line supervisor "${l#*loopsupervisor: }" ;;
 		esac

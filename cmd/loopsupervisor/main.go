@@ -4,7 +4,8 @@
 // group, receives signed kill webhooks from the alert_sink exporter on
 // loopback, and stops the agent (never itself, PID 1 or anything outside
 // the agent's group) when a kill for it arrives. It then writes one honest
-// JSON result line and exits non-zero.
+// JSON result line and exits non-zero. A warn (the step before a kill) runs
+// the optional --on-warn command with the verdict in its environment.
 //
 //	loopsupervisor [flags] -- AGENT_CMD ARGS...
 //

@@ -51,6 +51,12 @@ const (
 	envSessionID = "LOOPSUPERVISOR_SESSION_ID"
 	// EnvResult hands the result line to the clean-up hook.
 	envResult = "LOOPSUPERVISOR_RESULT"
+	// The --on-warn command's environment: the verified webhook body (JSON),
+	// the suggested nudge text, the reason code and the explanation.
+	envVerdict     = "LOOPSUPERVISOR_VERDICT"
+	envNudge       = "LOOPSUPERVISOR_NUDGE"
+	envReason      = "LOOPSUPERVISOR_REASON"
+	envExplanation = "LOOPSUPERVISOR_EXPLANATION"
 )
 
 // signalGroup sends sig to every process of group pgid. Tests wrap it to
@@ -65,6 +71,7 @@ type options struct {
 	agentUser    string
 	resultFile   string
 	onKill       string
+	onWarn       string
 	instanceID   string
 	serviceName  string
 	grace        time.Duration
@@ -92,6 +99,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.agentUser, "agent-user", "", "run the agent as this user (name or uid), so it can read neither the secrets file nor the supervisor's memory; needs root")
 	fs.StringVar(&o.resultFile, "result-file", "", "append the JSON result line to this file instead of stdout")
 	fs.StringVar(&o.onKill, "on-kill", "", "clean-up hook run with /bin/sh -c after the agent was stopped; gets $"+envResult)
+	fs.StringVar(&o.onWarn, "on-warn", "", "command run with /bin/sh -c on a verified warn (the step before a kill), e.g. to nudge the agent; gets $"+envVerdict+", $"+envNudge+", $"+envReason+", $"+envExplanation)
 	fs.StringVar(&o.instanceID, "instance-id", "", fmt.Sprintf("session / service.instance.id to give the agent; the only key a kill is accepted for, so it must be unguessable (at least %d characters; default: a random UUID)", minInstanceIDLen))
 	fs.StringVar(&o.serviceName, "service-name", "", "set OTEL_SERVICE_NAME for the agent (default: not set, so the name the agent gives itself stands)")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL to the agent's process group")
@@ -373,6 +381,8 @@ type supervisor struct {
 	killing   atomic.Bool
 	killReq   chan webhook.Message
 	stdout    io.Writer
+	// hooks counts running --on-warn commands; run waits for them.
+	hooks sync.WaitGroup
 }
 
 type reply struct {
@@ -419,6 +429,10 @@ func (s *supervisor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, http.StatusOK, reply{Result: "already_handled"})
 		return
 	}
+	if msg.Body.Type == webhook.TypeWarn {
+		s.warn(w, msg, body, now)
+		return
+	}
 	if msg.Body.Type != webhook.TypeKill {
 		s.answer(w, http.StatusOK, reply{Result: "ignored"})
 		return
@@ -445,6 +459,44 @@ func (s *supervisor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.log.Printf("verified kill %s (%s): stopping agent group %d", msg.Body.ID, msg.Body.Transition.Reason, s.agent.pid)
 	s.killReq <- msg
 	s.answer(w, http.StatusOK, reply{Result: "killed"})
+}
+
+// warn handles the ladder's step before a kill: it runs the --on-warn
+// command, in the background so the webhook is answered at once, with the
+// verdict in its environment. Without --on-warn the warn is only logged.
+func (s *supervisor) warn(w http.ResponseWriter, msg webhook.Message, body []byte, now time.Time) {
+	if !now.Before(msg.Body.ExpiresAt) {
+		s.answer(w, http.StatusOK, reply{Result: "expired"})
+		return
+	}
+	if !s.matches(msg.Body.Target) {
+		s.answer(w, http.StatusOK, reply{Result: "not_running"})
+		return
+	}
+	s.log.Printf("verified warn %s (%s): %s", msg.Body.ID, msg.Body.Transition.Reason, msg.Body.Transition.Explanation)
+	if s.opt.onWarn == "" {
+		s.answer(w, http.StatusOK, reply{Result: "warned"})
+		return
+	}
+	env := append(agentEnv(os.Environ(), s.sessionID, "loopsupervisor-hook"),
+		envVerdict+"="+string(body),
+		envNudge+"="+msg.Body.Nudge,
+		envReason+"="+msg.Body.Transition.Reason,
+		envExplanation+"="+msg.Body.Transition.Explanation,
+	)
+	s.hooks.Add(1)
+	go func() {
+		defer s.hooks.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), s.opt.hookTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "/bin/sh", "-c", s.opt.onWarn)
+		cmd.Env = env
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			s.log.Printf("warn hook: %v", err)
+		}
+	}()
+	s.answer(w, http.StatusOK, reply{Result: "warned"})
 }
 
 // matches reports whether a kill's target is our agent. The unguessable
@@ -627,6 +679,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 		wg.Wait()
+		s.hooks.Wait()
 	}()
 
 	var backstop <-chan time.Time

@@ -158,6 +158,8 @@ type killSpec struct {
 	expires      time.Time
 	ts           time.Time
 	secret       string
+	action       string
+	nudge        string
 }
 
 func (h *harness) send(k killSpec) (int, string) {
@@ -174,16 +176,23 @@ func (h *harness) send(k killSpec) (int, string) {
 	if k.secret == "" {
 		k.secret = testSecret
 	}
-	body, _ := json.Marshal(map[string]any{
+	fields := map[string]any{
 		"schema_version": "1", "type": k.typ, "id": k.id, "sequence": 2,
 		"decided_at": time.Now().UTC().Format(time.RFC3339Nano), "expires_at": k.expires.UTC().Format(time.RFC3339Nano),
 		"session":    map[string]any{"key": "sess-9"},
 		"target":     map[string]any{"service_instance_id": k.instance, "pid": k.pid},
 		"transition": map[string]any{"from": "working", "to": "stuck", "reason": "frequent_identical", "explanation": "loop detected: same tool call x5 of last 10", "kill": true},
-	})
+	}
+	if k.action != "" {
+		fields["action"] = k.action
+	}
+	if k.nudge != "" {
+		fields["nudge"] = k.nudge
+	}
+	body, _ := json.Marshal(fields)
 	key, err := stdwebhook.ParseSecret(k.secret)
 	require.NoError(h.t, err)
-	wid := k.id + ".kill"
+	wid := k.id + "." + strings.TrimPrefix(k.typ, "loop.")
 	req, _ := http.NewRequest(http.MethodPost, h.url, bytes.NewReader(body))
 	req.Header.Set(stdwebhook.HeaderID, wid)
 	req.Header.Set(stdwebhook.HeaderTimestamp, strconv.FormatInt(k.ts.Unix(), 10))
@@ -268,6 +277,48 @@ func TestKillStubbornAgent(t *testing.T) {
 	assert.Equal(t, exitKilled, r.ExitCode)
 	// The clean-up hook ran after the line was written, and got it.
 	assert.Equal(t, lines[0], waitFile(t, hookOut, time.Second))
+}
+
+// The ladder's warn step: a verified warn runs --on-warn with the verdict
+// in its environment and leaves the agent running; the kill that follows
+// still stops it.
+func TestWarnRunsOnWarnAndLeavesTheAgentRunning(t *testing.T) {
+	warnOut := filepath.Join(t.TempDir(), "warn.out")
+	h := start(t, `echo "$$ 0" > "$1/pids"; exec sleep 300`, "--grace", "5s",
+		"--on-warn", `printf '%s|%s|%s\n' "$LOOPSUPERVISOR_NUDGE" "$LOOPSUPERVISOR_REASON" "$LOOPSUPERVISOR_VERDICT" > '`+warnOut+`'`)
+	h.pids()
+	inst := "inst-" + t.Name()
+	const nudge = "You called read_file with the same arguments 5 times and got the same result; try a different approach."
+
+	code, res := h.send(killSpec{id: "ld_w_1", instance: inst, typ: "loop.warn", action: "kill"})
+	assert.Equal(t, 400, code, "a warn must say action warn")
+	assert.Equal(t, "rejected", res)
+	code, res = h.send(killSpec{id: "ld_w_2", instance: "someone-else", typ: "loop.warn", action: "warn", nudge: nudge})
+	assert.Equal(t, 200, code)
+	assert.Equal(t, "not_running", res)
+	code, res = h.send(killSpec{id: "ld_w_3", instance: inst, typ: "loop.warn", action: "warn", nudge: nudge, expires: time.Now().Add(-time.Second)})
+	assert.Equal(t, 200, code)
+	assert.Equal(t, "expired", res)
+
+	code, res = h.send(killSpec{id: "ld_w_4", instance: inst, typ: "loop.warn", action: "warn", nudge: nudge})
+	require.Equal(t, 200, code)
+	require.Equal(t, "warned", res)
+	got := strings.SplitN(waitFile(t, warnOut, 5*time.Second), "|", 3)
+	require.Len(t, got, 3)
+	assert.Equal(t, nudge, got[0])
+	assert.Equal(t, "frequent_identical", got[1])
+	var verdict map[string]any
+	require.NoError(t, json.Unmarshal([]byte(got[2]), &verdict), "the verdict is the verified JSON body")
+	assert.Equal(t, "ld_w_4", verdict["id"])
+	assert.Empty(t, sentTo(h.agentPID), "a warn signals nothing")
+	assert.True(t, alive(h.agentPID))
+
+	code, res = h.send(killSpec{id: "ld_w_5", instance: inst, action: "kill"})
+	require.Equal(t, 200, code)
+	require.Equal(t, "killed", res)
+	exit := <-h.done
+	h.done <- exit
+	assert.Equal(t, exitKilled, exit)
 }
 
 // TestPIDOnlyKillIsRefused: a PID is no secret (anyone who can send spans

@@ -10,10 +10,12 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/confighttp"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
@@ -43,15 +45,67 @@ const (
 	resultDisabled  = "disabled"
 )
 
-// destination is one webhook receiver at run time.
-type destination struct {
+// destination is the part of a receiver that differs between kinds: how a
+// record becomes an HTTP request. Delivery, outcomes, retries and the queue
+// are shared.
+type destination interface {
+	newRequest(ctx context.Context, r *alert.Record, now time.Time) (*http.Request, error)
+}
+
+// receiver is one destination at run time with its HTTP client.
+type receiver struct {
 	name string
-	cfg  *DestinationConfig
+	dest destination
 	// shown is the endpoint as delivery errors name it (endpointForLogs).
 	shown    string
-	keys     [][]byte
 	client   *http.Client
 	disabled atomic.Bool
+}
+
+// signedWebhook is a Standard Webhooks receiver (the supervisor's kill
+// endpoint, a team's alert webhook).
+type signedWebhook struct {
+	endpoint string
+	keys     [][]byte
+}
+
+func (w *signedWebhook) newRequest(ctx context.Context, r *alert.Record, now time.Time) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.endpoint, bytes.NewReader(r.Body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set(stdwebhook.HeaderID, r.WebhookID)
+	ts := now.Unix()
+	req.Header.Set(stdwebhook.HeaderTimestamp, strconv.FormatInt(ts, 10))
+	if len(w.keys) > 0 {
+		req.Header.Set(stdwebhook.HeaderSignature, stdwebhook.Sign(w.keys, r.WebhookID, ts, r.Body))
+	}
+	return req, nil
+}
+
+// alertmanagerAPI posts a record's alerts to Alertmanager's v2 API.
+// Alertmanager merges alerts by label set, so a re-sent record changes
+// nothing.
+type alertmanagerAPI struct {
+	url string
+}
+
+// alertsPath is the Alertmanager v2 API path alerts are posted to.
+const alertsPath = "/api/v2/alerts"
+
+func newAlertmanagerAPI(endpoint string) (*alertmanagerAPI, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), alertsPath) {
+		u = u.JoinPath(alertsPath)
+	}
+	return &alertmanagerAPI{url: u.String()}, nil
+}
+
+func (a *alertmanagerAPI) newRequest(ctx context.Context, r *alert.Record, _ time.Time) (*http.Request, error) {
+	return http.NewRequestWithContext(ctx, http.MethodPost, a.url, bytes.NewReader(r.Body))
 }
 
 // alertSink holds what the traces and logs exporters share: the policy that
@@ -62,8 +116,13 @@ type alertSink struct {
 	logger    *zap.Logger
 	telemetry *metadata.TelemetryBuilder
 	policy    alert.Policy
-	dests     map[string]*destination
+	dests     map[string]*receiver
 	now       func() time.Time
+	// enqueue hands records to the exporter's queue; set by the factory.
+	enqueue func(context.Context, []alert.Record) error
+	// stopDue stops the loop that fires delayed Alertmanager alerts.
+	stopDue chan struct{}
+	dueDone chan struct{}
 }
 
 func newAlertSink(cfg *Config, set exporter.Settings) (*alertSink, error) {
@@ -76,15 +135,26 @@ func newAlertSink(cfg *Config, set exporter.Settings) (*alertSink, error) {
 		set:       set.TelemetrySettings,
 		logger:    set.Logger,
 		telemetry: tb,
-		dests:     map[string]*destination{},
+		dests:     map[string]*receiver{},
 		now:       time.Now,
 		policy: alert.Policy{
 			Kill:    cfg.Kill.Endpoint != "",
 			KillTTL: cfg.Kill.TTL,
+			WarnOn:  toSet(cfg.Kill.WarnOn),
 			Alerts:  cfg.Alerts.Endpoint != "",
 			States:  toSet(cfg.Alerts.States),
 			Reasons: toSet(cfg.Alerts.Reasons),
 		},
+	}
+	if cfg.Alertmanager.Endpoint != "" {
+		am := cfg.Alertmanager
+		s.policy.Alertmanager = &alert.Alertmanager{
+			States:         toSet(am.States),
+			UncertainAfter: am.UncertainAfter,
+			ResolveAfter:   am.ResolveAfter,
+			TraceURL:       am.TraceURL,
+			Labels:         am.Labels,
+		}
 	}
 	if s.policy.KillTTL <= 0 {
 		s.policy.KillTTL = 60 * time.Second
@@ -104,34 +174,48 @@ func toSet(xs []string) map[string]bool {
 }
 
 func (s *alertSink) start(ctx context.Context, host component.Host) error {
-	add := func(name string, dc *DestinationConfig) error {
-		if dc.Endpoint == "" {
-			return nil
-		}
-		d := &destination{name: name, cfg: dc, shown: endpointForLogs(dc.Endpoint)}
-		for i, sec := range dc.Secrets {
-			k, err := stdwebhook.ParseSecret(string(sec))
-			if err != nil {
-				return fmt.Errorf("%s.secrets[%d]: %w", name, i, err)
-			}
-			d.keys = append(d.keys, k)
-		}
-		client, err := dc.ToClient(ctx, host.GetExtensions(), s.set)
+	add := func(name, endpoint string, hc *confighttp.ClientConfig, dest destination) error {
+		client, err := hc.ToClient(ctx, host.GetExtensions(), s.set)
 		if err != nil {
 			return fmt.Errorf("%s: creating HTTP client: %w", name, err)
 		}
 		// A webhook is never re-sent to another place: a redirect is an
 		// answer, counted and not followed.
 		client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-		d.client = client
-		s.dests[name] = d
+		s.dests[name] = &receiver{name: name, dest: dest, shown: endpointForLogs(endpoint), client: client}
 		return nil
 	}
-	if err := add(alert.DestKill, &s.cfg.Kill.DestinationConfig); err != nil {
+	addWebhook := func(name string, dc *DestinationConfig) error {
+		if dc.Endpoint == "" {
+			return nil
+		}
+		w := &signedWebhook{endpoint: dc.Endpoint}
+		for i, sec := range dc.Secrets {
+			k, err := stdwebhook.ParseSecret(string(sec))
+			if err != nil {
+				return fmt.Errorf("%s.secrets[%d]: %w", name, i, err)
+			}
+			w.keys = append(w.keys, k)
+		}
+		return add(name, dc.Endpoint, &dc.ClientConfig, w)
+	}
+	if err := addWebhook(alert.DestKill, &s.cfg.Kill.DestinationConfig); err != nil {
 		return err
 	}
-	if err := add(alert.DestAlerts, &s.cfg.Alerts.DestinationConfig); err != nil {
+	if err := addWebhook(alert.DestAlerts, &s.cfg.Alerts.DestinationConfig); err != nil {
 		return err
+	}
+	if am := &s.cfg.Alertmanager; am.Endpoint != "" {
+		api, err := newAlertmanagerAPI(am.Endpoint)
+		if err != nil {
+			return fmt.Errorf("alertmanager.endpoint: %w", err)
+		}
+		if err := add(alert.DestAlertmanager, am.Endpoint, &am.ClientConfig, api); err != nil {
+			return err
+		}
+		if am.UncertainAfter > 0 && s.policy.Alertmanager.States["uncertain"] {
+			s.startDueLoop(min(am.UncertainAfter/4, 10*time.Second))
+		}
 	}
 	if s.cfg.Kill.Endpoint == "" {
 		s.logger.Warn("alert_sink: kill.endpoint is not set; kill requests are not delivered to any supervisor")
@@ -139,7 +223,55 @@ func (s *alertSink) start(ctx context.Context, host component.Host) error {
 	return nil
 }
 
+// startDueLoop fires delayed Alertmanager alerts (a session still
+// uncertain after alertmanager.uncertain_after) every interval.
+func (s *alertSink) startDueLoop(interval time.Duration) {
+	s.stopDue = make(chan struct{})
+	s.dueDone = make(chan struct{})
+	go func() {
+		defer close(s.dueDone)
+		t := time.NewTicker(max(interval, 10*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stopDue:
+				return
+			case <-t.C:
+				s.fireDue(context.Background())
+			}
+		}
+	}()
+}
+
+// fireDue queues the delayed Alertmanager alerts whose time has come.
+func (s *alertSink) fireDue(ctx context.Context) {
+	if s.policy.Alertmanager == nil || s.enqueue == nil {
+		return
+	}
+	due := s.policy.Alertmanager.Due(s.now())
+	if len(due) == 0 {
+		return
+	}
+	recs := make([]alert.Record, 0, len(due))
+	for id, als := range due {
+		r, err := alert.AlertmanagerRecord(id, "."+alert.DestAlertmanager+".due", als)
+		if err != nil {
+			s.logger.Error("alert_sink: rendering delayed alertmanager alert", zap.Error(err))
+			continue
+		}
+		recs = append(recs, r)
+	}
+	if err := s.enqueue(ctx, recs); err != nil {
+		s.logger.Warn("alert_sink: queueing delayed alertmanager alerts failed", zap.Error(err))
+	}
+}
+
 func (s *alertSink) shutdown(context.Context) error {
+	if s.stopDue != nil {
+		close(s.stopDue)
+		<-s.dueDone
+		s.stopDue = nil
+	}
 	for _, d := range s.dests {
 		if d.client != nil {
 			d.client.CloseIdleConnections()
@@ -324,10 +456,14 @@ func (s *alertSink) deliver(ctx context.Context, r *alert.Record) error {
 	}
 	now := s.now()
 	if r.Expired(now) {
-		s.expired(ctx, r.EventID)
+		if r.Type == alert.TypeKill {
+			s.expired(ctx, r.EventID)
+		} else {
+			s.dropped(ctx, r.Dest, "expired")
+		}
 		return nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.cfg.Endpoint, bytes.NewReader(r.Body))
+	req, err := d.dest.newRequest(ctx, r, now)
 	if err != nil {
 		// Validated at start; cannot happen short of memory corruption.
 		s.dropped(ctx, r.Dest, "rejected")
@@ -335,12 +471,6 @@ func (s *alertSink) deliver(ctx context.Context, r *alert.Record) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)
-	req.Header.Set(stdwebhook.HeaderID, r.WebhookID)
-	ts := now.Unix()
-	req.Header.Set(stdwebhook.HeaderTimestamp, strconv.FormatInt(ts, 10))
-	if len(d.keys) > 0 {
-		req.Header.Set(stdwebhook.HeaderSignature, stdwebhook.Sign(d.keys, r.WebhookID, ts, r.Body))
-	}
 	resp, err := d.client.Do(req)
 	if err != nil {
 		code := classifyTransportError(ctx, err)

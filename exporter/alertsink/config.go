@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
+	"github.com/otelcol-loop/otelcol-loop/exporter/alertsink/internal/alert"
 	"github.com/otelcol-loop/otelcol-loop/internal/stdwebhook"
 )
 
@@ -52,6 +55,11 @@ type Config struct {
 	// `alerts`, default: no endpoint).
 	Alerts AlertsConfig `mapstructure:"alerts"`
 
+	// Alertmanager is the optional Prometheus Alertmanager that routes
+	// alerts to people (Slack, PagerDuty, e-mail; key `alertmanager`,
+	// default: no endpoint).
+	Alertmanager AlertmanagerConfig `mapstructure:"alertmanager"`
+
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
@@ -80,6 +88,14 @@ type KillConfig struct {
 	// undelivered at expires_at is dropped and counted (key `kill.ttl`,
 	// default 60s).
 	TTL time.Duration `mapstructure:"ttl"`
+
+	// WarnOn lists the states whose entry sends a signed warn (type
+	// loop.warn, action "warn") to this destination before any kill: the
+	// first step of the response ladder, where the supervisor can nudge
+	// the agent (key `kill.warn_on`, default [stuck]; [] sends none). A
+	// warn expires like a kill, after ttl. In dry-run mode the warns are
+	// still sent while kills are only marked.
+	WarnOn []string `mapstructure:"warn_on"`
 }
 
 // AlertsConfig is the destination of state alerts.
@@ -96,6 +112,47 @@ type AlertsConfig struct {
 	Reasons []string `mapstructure:"reasons"`
 }
 
+// AlertmanagerConfig is the Alertmanager destination: alerts are posted to
+// its v2 API (POST <endpoint>/api/v2/alerts). Entering one of States fires
+// an alert, leaving the state resolves it (endsAt), and a kill, decided or
+// dry-run, is an alert of its own (alertname AgentLoopKill).
+type AlertmanagerConfig struct {
+	// ClientConfig holds the Alertmanager's base URL and the HTTP client
+	// settings (keys `endpoint`, `tls`, `headers`, …; default: no endpoint,
+	// which disables the destination), e.g. http://127.0.0.1:9093. The
+	// endpoint must be https://, or http:// to a loopback address.
+	confighttp.ClientConfig `mapstructure:",squash"`
+
+	// States lists the states whose entry fires an alert (key
+	// `alertmanager.states`, default [stuck, uncertain]). working is not
+	// accepted: it is what resolves them.
+	States []string `mapstructure:"states"`
+
+	// UncertainAfter is how long a session must stay uncertain before its
+	// alert fires; an uncertain verdict that clears sooner pages nobody
+	// (key `alertmanager.uncertain_after`, default 10m; 0 fires at once).
+	UncertainAfter time.Duration `mapstructure:"uncertain_after"`
+
+	// ResolveAfter is the endsAt of a firing alert, counted from the
+	// decision: a session that is never heard from again (killed,
+	// forgotten by the processor) stops alerting then (key
+	// `alertmanager.resolve_after`, default 1h).
+	ResolveAfter time.Duration `mapstructure:"resolve_after"`
+
+	// TraceURL is a link to the session's trace in your trace UI, with
+	// {trace_id}, {span_id}, {session} and {service} replaced; it becomes
+	// the alert's generatorURL and its trace_url annotation (key
+	// `alertmanager.trace_url`, default: none), e.g.
+	// "https://grafana.example.com/explore?traceId={trace_id}".
+	TraceURL string `mapstructure:"trace_url"`
+
+	// Labels are static labels added to every alert, e.g. cluster or team
+	// (key `alertmanager.labels`, default: none). They may not reuse the
+	// labels the destination sets (alertname, state, reason, service,
+	// agent, client, session, dry_run).
+	Labels map[string]string `mapstructure:"labels"`
+}
+
 var _ component.Config = (*Config)(nil)
 
 func createDefaultConfig() component.Config {
@@ -107,9 +164,16 @@ func createDefaultConfig() component.Config {
 		Kill: KillConfig{
 			DestinationConfig: DestinationConfig{ClientConfig: confighttp.NewDefaultClientConfig()},
 			TTL:               60 * time.Second,
+			WarnOn:            []string{"stuck"},
 		},
 		Alerts: AlertsConfig{
 			DestinationConfig: DestinationConfig{ClientConfig: confighttp.NewDefaultClientConfig()},
+		},
+		Alertmanager: AlertmanagerConfig{
+			ClientConfig:   confighttp.NewDefaultClientConfig(),
+			States:         []string{"stuck", "uncertain"},
+			UncertainAfter: 10 * time.Minute,
+			ResolveAfter:   time.Hour,
 		},
 	}
 }
@@ -118,8 +182,11 @@ func createDefaultConfig() component.Config {
 // contain a secret.
 func (cfg *Config) Validate() error {
 	var errs []error
-	if cfg.Kill.Endpoint == "" && cfg.Alerts.Endpoint == "" {
-		errs = append(errs, errors.New("kill.endpoint: at least one of kill.endpoint and alerts.endpoint must be set"))
+	if cfg.Kill.Endpoint == "" && cfg.Alerts.Endpoint == "" && cfg.Alertmanager.Endpoint == "" {
+		errs = append(errs, errors.New("kill.endpoint: at least one of kill.endpoint, alerts.endpoint and alertmanager.endpoint must be set"))
+	}
+	if cfg.Alertmanager.Endpoint != "" {
+		errs = append(errs, cfg.Alertmanager.validate())
 	}
 	if cfg.Kill.Endpoint != "" {
 		errs = append(errs, cfg.Kill.validate("kill", true))
@@ -130,6 +197,11 @@ func (cfg *Config) Validate() error {
 	errs = append(errs, cfg.checkSeparateSecrets())
 	if cfg.Kill.TTL <= 0 {
 		errs = append(errs, fmt.Errorf("kill.ttl: must be positive, got %s", cfg.Kill.TTL))
+	}
+	for i, s := range cfg.Kill.WarnOn {
+		if !isKnownState(s) || s == "working" {
+			errs = append(errs, fmt.Errorf("kill.warn_on[%d]: state %q cannot be warned about (want one of retrying, waiting, stuck, uncertain)", i, s))
+		}
 	}
 	for i, s := range cfg.Alerts.States {
 		if !isKnownState(s) {
@@ -166,6 +238,41 @@ func (cfg *Config) checkSeparateSecrets() error {
 	}
 	return errors.Join(errs...)
 }
+
+func (am *AlertmanagerConfig) validate() error {
+	var errs []error
+	if err := checkEndpoint(am.Endpoint); err != nil {
+		errs = append(errs, fmt.Errorf("alertmanager.endpoint: %w", err))
+	}
+	for i, s := range am.States {
+		if !isKnownState(s) || s == "working" {
+			errs = append(errs, fmt.Errorf("alertmanager.states[%d]: state %q cannot fire an alert (want one of retrying, waiting, stuck, uncertain)", i, s))
+		}
+	}
+	if am.UncertainAfter < 0 {
+		errs = append(errs, fmt.Errorf("alertmanager.uncertain_after: must not be negative, got %s", am.UncertainAfter))
+	}
+	if am.ResolveAfter <= 0 {
+		errs = append(errs, fmt.Errorf("alertmanager.resolve_after: must be positive, got %s", am.ResolveAfter))
+	}
+	if err := alert.CheckTraceURL(am.TraceURL); err != nil {
+		errs = append(errs, fmt.Errorf("alertmanager.trace_url: %w", err))
+	}
+	for k, v := range am.Labels {
+		if !labelName.MatchString(k) {
+			errs = append(errs, fmt.Errorf("alertmanager.labels: %q is not a label name (want [a-zA-Z_][a-zA-Z0-9_]*)", k))
+		}
+		if slices.Contains(alert.ReservedLabels, k) {
+			errs = append(errs, fmt.Errorf("alertmanager.labels: %q is set by the destination itself", k))
+		}
+		if v == "" {
+			errs = append(errs, fmt.Errorf("alertmanager.labels.%s: must not be empty", k))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
 func isKnownState(s string) bool {
 	for _, k := range knownStates {

@@ -48,6 +48,22 @@ func TestConfigGood(t *testing.T) {
 	assert.Equal(t, 3*time.Second, full.TimeoutConfig.Timeout)
 
 	require.NoError(t, loadConfig(t, "alerts_only").Validate())
+
+	am := loadConfig(t, "alertmanager")
+	require.NoError(t, am.Validate())
+	assert.Equal(t, []string{"stuck"}, am.Alertmanager.States)
+	assert.Equal(t, 15*time.Minute, am.Alertmanager.UncertainAfter)
+	assert.Equal(t, 2*time.Hour, am.Alertmanager.ResolveAfter)
+	assert.Equal(t, map[string]string{"team": "agents"}, am.Alertmanager.Labels)
+}
+
+func TestAlertmanagerDefaults(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	assert.Equal(t, []string{"stuck", "uncertain"}, cfg.Alertmanager.States)
+	assert.Equal(t, 10*time.Minute, cfg.Alertmanager.UncertainAfter)
+	assert.Equal(t, time.Hour, cfg.Alertmanager.ResolveAfter)
+	cfg.Alertmanager.Endpoint = "http://127.0.0.1:9093"
+	require.NoError(t, cfg.Validate(), "an alertmanager alone is a destination")
 }
 
 func TestConfigBad(t *testing.T) {
@@ -61,6 +77,10 @@ func TestConfigBad(t *testing.T) {
 		"bad_state":         "alerts.states[1]",
 		"bad_userinfo":      "alerts.endpoint",
 		"bad_shared_secret": "alerts.secrets[0]: must differ from every kill.secrets",
+		"bad_am_state":      `alertmanager.states[0]: state "working"`,
+		"bad_am_trace_url":  "alertmanager.trace_url: unknown placeholder {traceid}",
+		"bad_am_label":      `alertmanager.labels: "session" is set by the destination itself`,
+		"bad_am_resolve":    "alertmanager.resolve_after",
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := loadConfig(t, name).Validate()

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
+	"github.com/otelcol-loop/otelcol-loop/exporter/alertsink/internal/alert"
 	"github.com/otelcol-loop/otelcol-loop/exporter/alertsink/internal/metadata"
 )
 
@@ -48,6 +49,9 @@ func createTraces(ctx context.Context, set exporter.Settings, c component.Config
 	if err != nil {
 		return nil, err
 	}
+	sink.enqueue = func(ctx context.Context, recs []alert.Record) error {
+		return inner.ConsumeTraces(ctx, alert.TracesCarrier(recs))
+	}
 	return &tracesExporter{Traces: inner, sink: sink}, nil
 }
 
@@ -63,6 +67,9 @@ func createLogs(ctx context.Context, set exporter.Settings, c component.Config) 
 	inner, err := exporterhelper.NewLogs(ctx, set, cfg, sink.pushLogs, helperOptions(cfg, sink)...)
 	if err != nil {
 		return nil, err
+	}
+	sink.enqueue = func(ctx context.Context, recs []alert.Record) error {
+		return inner.ConsumeLogs(ctx, alert.LogsCarrier(recs))
 	}
 	return &logsExporter{Logs: inner, sink: sink}, nil
 }

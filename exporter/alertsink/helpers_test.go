@@ -69,6 +69,8 @@ func testConfig(killURL string) *Config {
 	cfg := createDefaultConfig().(*Config)
 	cfg.Kill.Endpoint = killURL
 	cfg.Kill.Secrets = []configopaque.String{testSecret}
+	// Most tests count kill deliveries; the warn step has tests of its own.
+	cfg.Kill.WarnOn = nil
 	cfg.QueueConfig = configoptional.None[exporterhelper.QueueBatchConfig]()
 	cfg.RetryConfig.InitialInterval = time.Millisecond
 	cfg.RetryConfig.MaxInterval = 5 * time.Millisecond

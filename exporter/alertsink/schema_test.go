@@ -26,10 +26,11 @@ func TestBodyMatchesSchema(t *testing.T) {
 
 	ev := killEvent("ld_schema_1", time.Now())
 	ev.FirstLoopSpanID, ev.DelayCalls, ev.DelaySeconds, ev.Client = "a1a2a3a4a5a6a7a8", 5, 12.5, "genai_semconv"
-	p := alert.Policy{Kill: true, KillTTL: time.Minute, Alerts: true}
+	ev.TokensTotal, ev.TokensLoop = 50_000, 20_000
+	p := alert.Policy{Kill: true, KillTTL: time.Minute, Alerts: true, WarnOn: map[string]bool{"stuck": true}}
 	recs, _, err := p.Records(&ev, time.Now())
 	require.NoError(t, err)
-	require.Len(t, recs, 2)
+	require.Len(t, recs, 3, "warn, kill and transition")
 	for _, r := range recs {
 		var body map[string]json.RawMessage
 		require.NoError(t, json.Unmarshal(r.Body, &body))
@@ -52,8 +53,9 @@ func TestBodyMatchesSchema(t *testing.T) {
 				assert.Contains(t, sub.Properties, kk, "body key %s.%s missing from the schema", k, kk)
 			}
 		}
-		if r.Type == alert.TypeKill {
+		if r.Type == alert.TypeKill || r.Type == alert.TypeWarn {
 			assert.Contains(t, body, "expires_at")
+			assert.Contains(t, body, "action")
 		} else {
 			assert.NotContains(t, body, "expires_at")
 		}

@@ -168,8 +168,9 @@ func TestSeed000LoopIsKilled(t *testing.T) {
 		t.Errorf("kill target %+v, want the supervised agent (instance %s, pid %d)", kill.Target, r.Session, pid)
 	}
 
-	// 6. The collector's side of "exactly one": one kill decided, one kill
-	// webhook delivered.
+	// 6. The collector's side of "exactly one": one kill decided; two
+	// webhooks delivered to the supervisor, the warn of the response ladder
+	// (kill.warn_on: [stuck]) and the kill.
 	var kills, delivered float64
 	var mErr error
 	ok = testproc.Eventually(5*time.Second, func() bool {
@@ -178,10 +179,10 @@ func TestSeed000LoopIsKilled(t *testing.T) {
 			return false
 		}
 		delivered, mErr = c.metric("otelcol_alertsink_webhook_requests", `destination="kill"`, `result="delivered"`)
-		return mErr == nil && kills == 1 && delivered == 1
+		return mErr == nil && kills == 1 && delivered == 2
 	})
 	if !ok {
-		t.Errorf("collector metrics: loopdetect kills %v, alertsink kill webhooks delivered %v (want 1 and 1; err %v)", kills, delivered, mErr)
+		t.Errorf("collector metrics: loopdetect kills %v, alertsink kill-destination webhooks delivered %v (want 1, and 2: warn + kill; err %v)", kills, delivered, mErr)
 	}
 }
 

@@ -59,6 +59,8 @@ const (
 	AttrTargetPID          = "loopdetect.target.process.pid"
 	AttrTargetHost         = "loopdetect.target.host.name"
 	AttrSynthetic          = "loopdetect.synthetic"
+	AttrTokensTotal        = "loopdetect.tokens.total"
+	AttrTokensLoop         = "loopdetect.tokens.loop"
 )
 
 // Event is one state transition of one agent session, in the form it
@@ -127,6 +129,12 @@ type Event struct {
 	Agent string `json:"agent,omitempty"`
 	// Target identifies the process a kill must reach.
 	Target Target `json:"target"`
+	// TokensTotal is the model tokens (input + output) the session's LLM
+	// calls used so far; 0 when the agent reports none.
+	TokensTotal int64 `json:"tokens_total,omitempty"`
+	// TokensLoop is the part of TokensTotal used since the current loop
+	// began (0 outside a loop).
+	TokensLoop int64 `json:"tokens_loop,omitempty"`
 }
 
 // Target identifies the agent process a kill request is for.
@@ -143,7 +151,7 @@ type Target struct {
 
 // CopyTo writes the event as attributes into m.
 func (e *Event) CopyTo(m pcommon.Map) {
-	m.EnsureCapacity(m.Len() + 36)
+	m.EnsureCapacity(m.Len() + 38)
 	m.PutStr(AttrID, e.ID)
 	m.PutInt(AttrSequence, e.Sequence)
 	m.PutStr(AttrSession, e.Session)
@@ -180,6 +188,12 @@ func (e *Event) CopyTo(m pcommon.Map) {
 		m.PutInt(AttrTargetPID, e.Target.PID)
 	}
 	putNonEmpty(m, AttrTargetHost, e.Target.HostName)
+	if e.TokensTotal != 0 {
+		m.PutInt(AttrTokensTotal, e.TokensTotal)
+	}
+	if e.TokensLoop != 0 {
+		m.PutInt(AttrTokensLoop, e.TokensLoop)
+	}
 }
 
 func putNonEmpty(m pcommon.Map, k, v string) {
@@ -288,6 +302,8 @@ func FromAttributes(m pcommon.Map) (Event, error) {
 		PID:               num(AttrTargetPID),
 		HostName:          str(AttrTargetHost),
 	}
+	e.TokensTotal = num(AttrTokensTotal)
+	e.TokensLoop = num(AttrTokensLoop)
 	return e, nil
 }
 

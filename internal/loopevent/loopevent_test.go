@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
@@ -17,6 +18,7 @@ func TestRoundTripThroughSpanEvents(t *testing.T) {
 		FirstLoopSpanID: "11", SpanID: "22", DelayCalls: 5, DelaySeconds: 36, Kill: true,
 		Explanation: "loop detected: same tool call x5 of last 10", DecidedAt: time.Date(2026, 1, 1, 0, 0, 36, 0, time.UTC),
 		Client: "genai_semconv", Agent: "pi", Target: Target{ServiceName: "a", ServiceInstanceID: "i", PID: 7, HostName: "h"},
+		TokensTotal: 48_000, TokensLoop: 12_500,
 	}
 	td := ptrace.NewTraces()
 	spans := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
@@ -42,4 +44,25 @@ func TestRoundTripThroughSpanEvents(t *testing.T) {
 
 	_, err = FromAttributes(plain.Attributes())
 	require.ErrorIs(t, err, ErrNotTransition)
+}
+
+func TestNudgeNamesWhatIsRepeated(t *testing.T) {
+	for _, tc := range []struct {
+		reason string
+		tools  []string
+		reps   int64
+		want   string
+	}{
+		{"frequent_identical", []string{"read_file"}, 5, "You called read_file with the same arguments 5 times and got the same result; try a different approach."},
+		{"unchanged_result", []string{"bash"}, 2, "You called bash with the same arguments 2 times and got the same result; try a different approach."},
+		{"periodic_loop", []string{"search", "open"}, 3, "You repeated the sequence search → open 3 times without the result changing; try a different approach."},
+		{"terminal_reread", []string{"get_status"}, 2, "You read the final result of get_status again; it will not change. Use it, or stop."},
+		{"retry_exhausted", []string{"deploy"}, 6, "deploy has failed more often than its retry budget allows; stop retrying it and report the failure."},
+		{"backstop", nil, 0, "This session has been running for a very long time; summarise what you have, and finish."},
+		{"name_only", nil, 4, "You appear to be repeating the same tool without progress; try a different approach."},
+	} {
+		assert.Equal(t, tc.want, Nudge(tc.reason, tc.tools, tc.reps), tc.reason)
+	}
+	e := Event{Reason: "frequent_identical", CycleTools: []string{"ls"}, Repetitions: 7}
+	assert.Equal(t, Nudge("frequent_identical", []string{"ls"}, 7), e.Nudge())
 }

@@ -110,6 +110,26 @@ func BinFromEnv(logf func(format string, args ...any), name string) string {
 	return p
 }
 
+// RequireTool returns the tool binary the environment variable name points
+// to (set by the make target that installs it). When it is absent the test
+// fails under CI=true, where `make test` must have installed it, and is
+// skipped elsewhere with the make target to run.
+func RequireTool(t testing.TB, name, makeTarget string) string {
+	t.Helper()
+	p := os.Getenv(name)
+	if p != "" {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	msg := fmt.Sprintf("$%s=%q is not an installed binary; run `make %s` (or `make test`)", name, p, makeTarget)
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
 // --- ports and secrets -------------------------------------------------------
 
 var (

@@ -181,6 +181,10 @@ type KillConfig struct {
 	AfterLoopCalls int `mapstructure:"after_loop_calls"`
 	// AllowLowConfidence lets name-only evidence kill. Default false.
 	AllowLowConfidence bool `mapstructure:"allow_low_confidence"`
+	// MaxLoopTokens kills a stuck loop once the agent's model calls have
+	// used this many tokens (gen_ai.usage.* and the OpenInference / Vercel
+	// equivalents) since the loop began (0 disables). Default 0.
+	MaxLoopTokens int64 `mapstructure:"max_loop_tokens"`
 }
 
 func createDefaultConfig() *Config {
@@ -264,6 +268,7 @@ func (c *Config) engineConfig() (engine.Config, error) {
 			DryRun:             c.Kill.DryRun,
 			AfterLoopCalls:     c.Kill.AfterLoopCalls,
 			AllowLowConfidence: c.Kill.AllowLowConfidence,
+			MaxLoopTokens:      c.Kill.MaxLoopTokens,
 		},
 	}
 	if c.DigestKey != "" {

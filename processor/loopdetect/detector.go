@@ -192,10 +192,12 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 					})
 				}
 				if !d.pre.MaybeTool(span) {
+					d.usage(ctx, st, span, res)
 					continue
 				}
 				ok, out := extract.Extract(d.x, pdataspan.Span{S: span, Res: res}, &st.sc, &st.call)
 				if !ok {
+					d.usage(ctx, st, span, res)
 					continue
 				}
 				if noSessionKey(&st.call) {
@@ -348,6 +350,7 @@ func (d *detector) record(ctx context.Context, t *engine.Transition) {
 	if t.To == engine.StateStuck && t.From != engine.StateStuck {
 		d.telemetry.LoopdetectDetectionDelay.Record(ctx, t.DelaySeconds)
 	}
+	d.recordLoopTokens(ctx, t)
 	if t.To == engine.StateStuck {
 		d.loggerFor(t).Info("Agent session stuck",
 			zap.String("session", t.Session), zap.String("reason", t.Reason.String()),
@@ -520,5 +523,7 @@ func toEvent(t *engine.Transition) loopevent.Event {
 			PID:               t.Target.PID,
 			HostName:          t.Target.HostName,
 		},
+		TokensTotal: t.TokensTotal,
+		TokensLoop:  t.TokensLoop,
 	}
 }

@@ -154,6 +154,9 @@ func (w *watcher) print(ev loopevent.Event, spanName string) {
 	if ev.DelayCalls > 0 || ev.DelaySeconds > 0 {
 		detail = append(detail, fmt.Sprintf("caught %d calls / %.1f s after the loop began", ev.DelayCalls, ev.DelaySeconds))
 	}
+	if ev.TokensTotal > 0 {
+		detail = append(detail, fmt.Sprintf("tokens burned: %d in the loop, %d in the session", ev.TokensLoop, ev.TokensTotal))
+	}
 	detail = append(detail, fmt.Sprintf("session %s", ev.Session))
 	if ev.Target.PID > 0 {
 		detail = append(detail, fmt.Sprintf("target pid %d", ev.Target.PID))

@@ -79,6 +79,9 @@ type KillPolicy struct {
 	AfterLoopCalls int
 	// AllowLowConfidence lets name-only evidence kill.
 	AllowLowConfidence bool
+	// MaxLoopTokens kills a stuck loop once its model calls have used this
+	// many tokens since it began (0: off, the default).
+	MaxLoopTokens int64
 }
 
 // DefaultRetryableClasses are the error classes retries are allowed for.
@@ -166,6 +169,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxLeaseRenewals < 0 {
 		errs = append(errs, fmt.Errorf("lease.max_renewals must be ≥ 0, got %d", c.MaxLeaseRenewals))
+	}
+	if c.Kill.MaxLoopTokens < 0 {
+		errs = append(errs, fmt.Errorf("kill.max_loop_tokens must be ≥ 0, got %d", c.Kill.MaxLoopTokens))
 	}
 	if c.Kill.AfterLoopCalls < 0 {
 		errs = append(errs, fmt.Errorf("kill.after_loop_calls must be ≥ 0, got %d", c.Kill.AfterLoopCalls))

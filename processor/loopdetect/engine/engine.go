@@ -180,6 +180,7 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 			s.x.streak.observe(r, c, 0, s.total)
 		}
 	}
+	s.markTokens()
 	if s.firstStart == 0 || rec.start < s.firstStart {
 		s.firstStart = rec.start
 	}

@@ -3,7 +3,8 @@ package engine
 // decideKill applies the kill policy to a stuck loop: once per loop, never
 // for a kept verdict (the agent may have left its loop), never on
 // name-only evidence unless allowed; at once for the reasons listed in
-// Kill.Reasons, else when the loop has lasted Kill.AfterLoopCalls calls.
+// Kill.Reasons, else when the loop has lasted Kill.AfterLoopCalls calls or
+// burned Kill.MaxLoopTokens tokens.
 // The A-B-A-B loop of the 1,972-call incident's alternating variant is
 // stuck at its 4th call and killed at its 5th this way.
 func (e *Engine) decideKill(s *session, v verdict, loop *loopState, kept bool) bool {
@@ -17,7 +18,7 @@ func (e *Engine) decideKill(s *session, v verdict, loop *loopState, kept bool) b
 	if v.loopStart < 0 {
 		loopCalls = s.total - loop.startIndex + 1
 	}
-	if e.killReasons[v.reason] || (kp.AfterLoopCalls > 0 && loopCalls >= int64(kp.AfterLoopCalls)) {
+	if e.killReasons[v.reason] || (kp.AfterLoopCalls > 0 && loopCalls >= int64(kp.AfterLoopCalls)) || e.loopTokensKill(s, loop) {
 		loop.killed = true
 		return true
 	}

@@ -83,6 +83,7 @@ type session struct {
 	// x holds what only some sessions need (a loop, a lease, failures),
 	// allocated on first use to keep a working session small.
 	x      *sessionExtras
+	tok    *tokenState
 	source string
 	agent  string
 	client string

@@ -89,6 +89,7 @@ func (e *Engine) evaluate(sh *shard, s *session, now int64, trig Trigger, span [
 		}
 	}
 	t.Explanation = explain(&w, v, from, trig)
+	s.fillTokens(loop, &t)
 	return append(out, t)
 }
 

@@ -278,4 +278,8 @@ type Transition struct {
 	// Agent, Client and Target describe the agent.
 	Agent, Client string
 	Target        Target
+	// TokensTotal is the model tokens the session's LLM calls used so far;
+	// TokensLoop those since the stuck loop began (0 outside one, and when
+	// the agent reports no usage).
+	TokensTotal, TokensLoop int64
 }

@@ -95,6 +95,17 @@ type Keys struct {
 	Session []string `mapstructure:"session"`
 	// Agent keys, span then resource.
 	Agent []string `mapstructure:"agent"`
+	// InputTokens and OutputTokens are the token usage keys of LLM spans
+	// (first hit wins in each list); TotalTokens is read only when neither
+	// input nor output is present. A span that is a tool call is never
+	// read for usage.
+	InputTokens  []string `mapstructure:"input_tokens"`
+	OutputTokens []string `mapstructure:"output_tokens"`
+	TotalTokens  []string `mapstructure:"total_tokens"`
+	// UsageSkip are spans whose usage sums that of spans nested in them
+	// (Vercel AI SDK's ai.generateText around its ai.generateText.doGenerate
+	// steps, an agent span summing its model calls): not counted again.
+	UsageSkip []Match `mapstructure:"usage_skip"`
 	// The product's evidence attributes.
 	Fingerprint          string `mapstructure:"fingerprint"`
 	RetryAttempt         string `mapstructure:"retry_attempt"`
@@ -190,6 +201,26 @@ func DefaultKeys() Keys {
 			{Key: "success", Value: "false"},
 		},
 		Agent: []string{"gen_ai.agent.name", "gen_ai.agent.id"},
+		// GenAI semantic conventions (current and pre-1.27 names),
+		// OpenInference, Vercel AI SDK (v4 and v5 names).
+		InputTokens: []string{
+			"gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt",
+			"ai.usage.inputTokens", "ai.usage.promptTokens",
+		},
+		OutputTokens: []string{
+			"gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion",
+			"ai.usage.outputTokens", "ai.usage.completionTokens",
+		},
+		TotalTokens: []string{"gen_ai.usage.total_tokens", "llm.token_count.total", "ai.usage.totalTokens"},
+		UsageSkip: []Match{
+			{Key: "ai.operationId", Value: "ai.generateText"},
+			{Key: "ai.operationId", Value: "ai.streamText"},
+			{Key: "ai.operationId", Value: "ai.generateObject"},
+			{Key: "ai.operationId", Value: "ai.streamObject"},
+			{Key: "gen_ai.operation.name", Value: "invoke_agent"},
+			{Key: "openinference.span.kind", Value: "AGENT"},
+			{Key: "openinference.span.kind", Value: "CHAIN"},
+		},
 
 		Fingerprint:          "loopdetect.progress.fingerprint",
 		RetryAttempt:         "loopdetect.retry.attempt",

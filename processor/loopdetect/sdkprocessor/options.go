@@ -28,6 +28,7 @@ type options struct {
 	sessionKeys []string
 	sessionSet  bool
 	callback    func(engine.Transition)
+	warn        func(Warning)
 	queue       int
 	tick        time.Duration
 	clock       func() time.Time

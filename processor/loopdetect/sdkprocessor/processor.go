@@ -62,6 +62,8 @@ type Stats struct {
 	ContextsCancelled int64
 	// CallbacksDropped counts transitions the full callback queue refused.
 	CallbacksDropped int64
+	// Warnings counts calls of the WithWarn function.
+	Warnings int64
 	// Sessions is the number of sessions tracked; Evicted and Expired count
 	// sessions dropped by the MaxSessions cap and IdleTimeout; Duplicates
 	// and OutOfOrder count calls dropped as duplicates and calls placed
@@ -76,12 +78,14 @@ type Processor struct {
 	x     *extract.Extractor
 	now   func() time.Time
 	cb    func(engine.Transition)
+	warn  func(Warning)
 	async bool
 	pool  sync.Pool
 
 	spans, calls, malformed, oversized, badEvidence atomic.Int64
 	transitions, kills, dryRunKills, cancelled      atomic.Int64
 	dropped                                         atomic.Int64
+	warns                                           atomic.Int64
 
 	regMu sync.Mutex
 	regs  map[string][]*registration
@@ -144,6 +148,7 @@ func New(opts ...Option) (*Processor, error) {
 		x:    extract.New(o.keys, engine.NewNormalizer(o.normalizer)),
 		now:  o.clock,
 		cb:   o.callback,
+		warn: o.warn,
 		regs: make(map[string][]*registration),
 		stop: make(chan struct{}),
 	}
@@ -190,6 +195,8 @@ func (p *Processor) OnEnd(s sdktrace.ReadOnlySpan) {
 		p.handle(w.trans)
 		clear(w.trans)
 		w.call = engine.ToolCall{} // drop references into the span
+	} else {
+		p.usage(w)
 	}
 	w.span = span{}
 	p.pool.Put(w)
@@ -235,6 +242,7 @@ func (p *Processor) handle(trans []engine.Transition) {
 		if t.DryRun {
 			p.dryRunKills.Add(1)
 		}
+		p.warnFor(t)
 		if t.Kill {
 			p.kills.Add(1)
 			p.kill(t)
@@ -412,6 +420,7 @@ func (p *Processor) Stats() Stats {
 		DryRunKills:       p.dryRunKills.Load(),
 		ContextsCancelled: p.cancelled.Load(),
 		CallbacksDropped:  p.dropped.Load(),
+		Warnings:          p.warns.Load(),
 		Sessions:          es.Sessions.Load(),
 		Evicted:           es.Evicted.Load(),
 		Expired:           es.Expired.Load(),

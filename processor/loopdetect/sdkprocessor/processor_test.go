@@ -483,3 +483,34 @@ func TestOptionValidation(t *testing.T) {
 	_, err = sdkprocessor.New(sdkprocessor.WithClock(nil))
 	require.Error(t, err)
 }
+
+// Token usage on LLM spans reaches the transitions the callback gets.
+func TestTransitionsCarryLLMTokens(t *testing.T) {
+	var got []engine.Transition
+	p, err := sdkprocessor.New(sdkprocessor.WithCallbackQueue(0), sdkprocessor.WithTickInterval(0),
+		sdkprocessor.WithCallback(func(tr engine.Transition) { got = append(got, tr) }))
+	require.NoError(t, err)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(p))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	tracer := tp.Tracer("agent")
+	ctx, run := tracer.Start(context.Background(), "invoke_agent")
+	for i := 0; i < 3 && len(got) == 0; i++ {
+		_, llm := tracer.Start(ctx, "chat", trace.WithAttributes(
+			attribute.String("gen_ai.operation.name", "chat"),
+			attribute.Int("gen_ai.usage.input_tokens", 400), attribute.Int("gen_ai.usage.output_tokens", 100)))
+		llm.End()
+		_, s := tracer.Start(ctx, "execute_tool bash", trace.WithAttributes(
+			attribute.String("gen_ai.operation.name", "execute_tool"),
+			attribute.String("gen_ai.tool.name", "bash"),
+			attribute.String("gen_ai.tool.call.arguments", `{"command":"ls"}`),
+			attribute.String("gen_ai.tool.call.result", "a b")))
+		s.End()
+	}
+	run.End()
+	require.NotEmpty(t, got)
+	assert.Equal(t, engine.StateStuck, got[0].To)
+	// The first model call came before the session's first tool call, so
+	// before the session existed: not counted.
+	assert.Equal(t, int64(500), got[0].TokensTotal)
+	assert.Equal(t, int64(500), got[0].TokensLoop)
+}

@@ -24,6 +24,8 @@ import (
 const (
 	TypeKill       = "loop.kill"
 	TypeTransition = "loop.transition"
+	// TypeWarn is the ladder's step before a kill: nudge the agent.
+	TypeWarn = "loop.warn"
 )
 
 // Limits on what a request may carry.
@@ -64,6 +66,8 @@ type Body struct {
 	Sequence   int64      `json:"sequence"`
 	DecidedAt  time.Time  `json:"decided_at"`
 	ExpiresAt  time.Time  `json:"expires_at"`
+	Action     string     `json:"action"`
+	Nudge      string     `json:"nudge"`
 	Session    Session    `json:"session"`
 	Target     Target     `json:"target"`
 	Transition Transition `json:"transition"`
@@ -177,7 +181,7 @@ func ParseBody(raw []byte) (Body, error) {
 		return b, malformed("body is not the documented JSON: %v", err)
 	}
 	switch b.Type {
-	case TypeKill, TypeTransition:
+	case TypeKill, TypeTransition, TypeWarn:
 	default:
 		return b, malformed("unknown type %q", trunc(b.Type))
 	}
@@ -187,8 +191,14 @@ func ParseBody(raw []byte) (Body, error) {
 	if b.DecidedAt.IsZero() {
 		return b, malformed("body has no decided_at")
 	}
-	if b.Type == TypeKill && b.ExpiresAt.IsZero() {
-		return b, malformed("kill body has no expires_at")
+	if (b.Type == TypeKill || b.Type == TypeWarn) && b.ExpiresAt.IsZero() {
+		return b, malformed("%s body has no expires_at", b.Type)
+	}
+	if b.Type == TypeWarn && b.Action != "warn" {
+		return b, malformed("warn body has action %q, want \"warn\"", trunc(b.Action))
+	}
+	if b.Type == TypeKill && b.Action != "" && b.Action != "kill" {
+		return b, malformed("kill body has action %q, want \"kill\"", trunc(b.Action))
 	}
 	return b, nil
 }

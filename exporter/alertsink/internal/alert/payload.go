@@ -16,6 +16,15 @@ import (
 const (
 	TypeTransition = "loop.transition"
 	TypeKill       = "loop.kill"
+	// TypeWarn is the first step of the response ladder: the session became
+	// stuck, the supervisor may nudge the agent before any kill.
+	TypeWarn = "loop.warn"
+)
+
+// Actions asked of the supervisor (the body's action field).
+const (
+	ActionKill = "kill"
+	ActionWarn = "warn"
 )
 
 // SchemaVersion is the version of the webhook body (docs/webhook.schema.json).
@@ -29,11 +38,22 @@ type Body struct {
 	Sequence      int64      `json:"sequence"`
 	DecidedAt     string     `json:"decided_at"`
 	ExpiresAt     string     `json:"expires_at,omitempty"`
+	Action        string     `json:"action,omitempty"`
+	Nudge         string     `json:"nudge,omitempty"`
 	Session       Session    `json:"session"`
 	Target        Target     `json:"target"`
 	Transition    Transition `json:"transition"`
 	Evidence      Evidence   `json:"evidence"`
+	Tokens        *Tokens    `json:"tokens,omitempty"`
 	Versions      Versions   `json:"versions"`
+}
+
+// Tokens is what the session's model calls used, when the agent reports it.
+type Tokens struct {
+	// Total is input + output tokens of the session so far.
+	Total int64 `json:"total"`
+	// Loop is the part used since the current loop began.
+	Loop int64 `json:"loop"`
 }
 
 // Session identifies the agent session the event belongs to.
@@ -88,7 +108,7 @@ type Versions struct {
 }
 
 // NewBody builds the body of a webhook of type typ for ev. expiresAt is set
-// only on kills.
+// only on kills and warns.
 func NewBody(ev *loopevent.Event, typ string, decidedAt, expiresAt time.Time) Body {
 	b := Body{
 		SchemaVersion: SchemaVersion,
@@ -138,8 +158,17 @@ func NewBody(ev *loopevent.Event, typ string, decidedAt, expiresAt time.Time) Bo
 			Fingerprint: ev.FingerprintVersion,
 		},
 	}
-	if typ == TypeKill {
+	switch typ {
+	case TypeKill:
 		b.ExpiresAt = expiresAt.UTC().Format(time.RFC3339Nano)
+		b.Action = ActionKill
+	case TypeWarn:
+		b.ExpiresAt = expiresAt.UTC().Format(time.RFC3339Nano)
+		b.Action = ActionWarn
+		b.Nudge = ev.Nudge()
+	}
+	if ev.TokensTotal > 0 || ev.TokensLoop > 0 {
+		b.Tokens = &Tokens{Total: ev.TokensTotal, Loop: ev.TokensLoop}
 	}
 	return b
 }

@@ -39,12 +39,12 @@ type Record struct {
 	WebhookID string
 	EventID   string
 	Type      string
-	// ExpiresAt is zero for transitions.
+	// ExpiresAt is zero for transitions and alerts.
 	ExpiresAt time.Time
 	Body      []byte
 }
 
-// Expired reports whether a kill record has passed its expires_at.
+// Expired reports whether a kill or warn record has passed its expires_at.
 func (r *Record) Expired(now time.Time) bool {
 	return !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)
 }
@@ -82,7 +82,7 @@ func FromMap(m pcommon.Map) (Record, error) {
 	if v, ok := m.Get(attrBody); ok && v.Type() == pcommon.ValueTypeBytes {
 		r.Body = v.Bytes().AsRaw()
 	}
-	if (r.Dest != DestKill && r.Dest != DestAlerts) || r.WebhookID == "" || len(r.Body) == 0 {
+	if (r.Dest != DestKill && r.Dest != DestAlerts && r.Dest != DestAlertmanager) || r.WebhookID == "" || len(r.Body) == 0 {
 		return r, errNotRecord
 	}
 	return r, nil
@@ -92,6 +92,9 @@ func FromMap(m pcommon.Map) (Record, error) {
 type Policy struct {
 	// Kill enables the kill destination.
 	Kill bool
+	// WarnOn lists the states whose entry sends a warn to the kill
+	// destination, ahead of any kill; nil sends none.
+	WarnOn map[string]bool
 	// KillTTL is added to decided_at to give a kill's expires_at.
 	KillTTL time.Duration
 	// Alerts enables the alerts destination.
@@ -99,6 +102,8 @@ type Policy struct {
 	// States and Reasons filter the alerts destination; nil lets all pass.
 	States  map[string]bool
 	Reasons map[string]bool
+	// Alertmanager, when set, turns events into Alertmanager alerts.
+	Alertmanager *Alertmanager
 }
 
 // Outcome counts what Records decided besides the records it returned.
@@ -125,6 +130,19 @@ func (p *Policy) Records(ev *loopevent.Event, now time.Time) ([]Record, Outcome,
 		decided = now
 	}
 	var recs []Record
+	// The warn goes first: a transition that enters stuck and kills at once
+	// still reaches the supervisor as warn, then kill.
+	if p.Kill && p.WarnOn[ev.To] && ev.From != ev.To {
+		exp := decided.Add(p.KillTTL)
+		if now.Before(exp) {
+			b := NewBody(ev, TypeWarn, decided, exp)
+			raw, err := b.Marshal()
+			if err != nil {
+				return nil, out, fmt.Errorf("alert_sink: rendering warn body: %w", err)
+			}
+			recs = append(recs, Record{Dest: DestKill, WebhookID: ev.ID + ".warn", EventID: ev.ID, Type: TypeWarn, ExpiresAt: exp, Body: raw})
+		}
+	}
 	if p.Kill && ev.Kill && !ev.DryRun {
 		exp := decided.Add(p.KillTTL)
 		if !now.Before(exp) {
@@ -148,6 +166,15 @@ func (p *Policy) Records(ev *loopevent.Event, now time.Time) ([]Record, Outcome,
 			recs = append(recs, Record{Dest: DestAlerts, WebhookID: ev.ID + ".transition", EventID: ev.ID, Type: TypeTransition, Body: raw})
 		} else {
 			out.Filtered = true
+		}
+	}
+	if p.Alertmanager != nil {
+		if als := p.Alertmanager.Alerts(ev, decided); len(als) > 0 {
+			r, err := AlertmanagerRecord(ev.ID, "."+DestAlertmanager, als)
+			if err != nil {
+				return nil, out, err
+			}
+			recs = append(recs, r)
 		}
 	}
 	return recs, out, nil

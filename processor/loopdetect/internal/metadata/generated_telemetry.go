@@ -30,6 +30,7 @@ type TelemetryBuilder struct {
 	LoopdetectDetectionDelay metric.Float64Histogram
 	LoopdetectEvictions      metric.Int64Counter
 	LoopdetectKills          metric.Int64Counter
+	LoopdetectLoopTokens     metric.Int64Counter
 	LoopdetectSessions       metric.Int64UpDownCounter
 	LoopdetectSpans          metric.Int64Counter
 	LoopdetectToolCalls      metric.Int64Counter
@@ -88,6 +89,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_loopdetect_kills",
 		metric.WithDescription("Kill decisions (attribute dry_run). [Development]"),
 		metric.WithUnit("{kill}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.LoopdetectLoopTokens, err = builder.meter.Int64Counter(
+		"otelcol_loopdetect_loop_tokens",
+		metric.WithDescription("Model tokens (input + output) that looping sessions' LLM calls had used from the start of each loop to its detection (the transition into stuck). [Development]"),
+		metric.WithUnit("{token}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.LoopdetectSessions, err = builder.meter.Int64UpDownCounter(

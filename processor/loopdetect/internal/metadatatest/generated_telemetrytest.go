@@ -84,6 +84,22 @@ func AssertEqualLoopdetectKills(t *testing.T, tt *componenttest.Telemetry, dps [
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualLoopdetectLoopTokens(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_loopdetect_loop_tokens",
+		Description: "Model tokens (input + output) that looping sessions' LLM calls had used from the start of each loop to its detection (the transition into stuck). [Development]",
+		Unit:        "{token}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_loopdetect_loop_tokens")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualLoopdetectSessions(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_loopdetect_sessions",

@@ -23,6 +23,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.LoopdetectDetectionDelay.Record(context.Background(), 1)
 	tb.LoopdetectEvictions.Add(context.Background(), 1)
 	tb.LoopdetectKills.Add(context.Background(), 1)
+	tb.LoopdetectLoopTokens.Add(context.Background(), 1)
 	tb.LoopdetectSessions.Add(context.Background(), 1)
 	tb.LoopdetectSpans.Add(context.Background(), 1)
 	tb.LoopdetectToolCalls.Add(context.Background(), 1)
@@ -37,6 +38,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualLoopdetectKills(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualLoopdetectLoopTokens(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualLoopdetectSessions(t, testTel,

@@ -1,0 +1,76 @@
+package alertsink
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The response ladder at the kill destination: entering stuck sends a
+// signed warn with a nudge, ahead of the kill; in dry-run mode the warn is
+// still sent and the kill only marked.
+func TestWarnPrecedesKillAndSurvivesDryRun(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		dryRun    bool
+		warnOn    []string
+		wantTypes []string
+	}{
+		{"kill", false, []string{"stuck"}, []string{"loop.warn", "loop.kill"}},
+		{"dry_run", true, []string{"stuck"}, []string{"loop.warn"}},
+		{"warn_off", false, nil, []string{"loop.kill"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rec recorder
+			url := recordingServer(t, &rec, http.StatusOK)
+			cfg := testConfig(url + "/kill")
+			cfg.Kill.WarnOn = tc.warnOn
+			exp := startTraces(t, cfg, nopSettings())
+			ev := killEvent("ld_w_2", time.Now())
+			ev.Kill, ev.DryRun = !tc.dryRun, tc.dryRun
+			ev.TokensTotal, ev.TokensLoop = 80_000, 30_000
+			require.NoError(t, exp.ConsumeTraces(context.Background(), tracesWith(ev)))
+
+			var types []string
+			for _, h := range rec.all() {
+				var body struct {
+					Type   string `json:"type"`
+					Action string `json:"action"`
+					Nudge  string `json:"nudge"`
+					Tokens struct {
+						Total, Loop int64
+					} `json:"tokens"`
+					ExpiresAt string `json:"expires_at"`
+				}
+				require.NoError(t, json.Unmarshal(h.body, &body))
+				types = append(types, body.Type)
+				assert.NotEmpty(t, h.signature, "warns are signed like kills")
+				assert.NotEmpty(t, body.ExpiresAt)
+				assert.Equal(t, int64(30_000), body.Tokens.Loop)
+				switch body.Type {
+				case "loop.warn":
+					assert.Equal(t, "ld_w_2.warn", h.id)
+					assert.Equal(t, "warn", body.Action)
+					assert.Equal(t, "You called read_file with the same arguments 5 times and got the same result; try a different approach.", body.Nudge)
+				case "loop.kill":
+					assert.Equal(t, "kill", body.Action)
+					assert.Empty(t, body.Nudge)
+				}
+			}
+			assert.Equal(t, tc.wantTypes, types)
+		})
+	}
+}
+
+func TestWarnOnRejectsWorking(t *testing.T) {
+	cfg := testConfig("http://127.0.0.1:1/kill")
+	cfg.Kill.WarnOn = []string{"stuck", "working"}
+	err := cfg.Validate()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `kill.warn_on[1]: state "working"`)
+}
