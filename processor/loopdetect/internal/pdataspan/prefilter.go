@@ -22,11 +22,20 @@ type Prefilter struct {
 	// rejected by their key length alone.
 	lens [64]bool
 	long bool // a key of 64 bytes or more
+	// usage holds the token usage keys, by byte length, for MaybeUsage.
+	usage [64][]string
 }
 
 // NewPrefilter compiles the key lists an Extractor classifies with.
 func NewPrefilter(k extract.Keys) *Prefilter {
 	p := &Prefilter{names: k.ToolSpanNames}
+	for _, list := range [...][]string{k.InputTokens, k.OutputTokens, k.TotalTokens} {
+		for _, key := range list {
+			if n := len(key); n > 0 && n < len(p.usage) {
+				p.usage[n] = append(p.usage[n], key)
+			}
+		}
+	}
 	for _, m := range k.ToolCall {
 		if m.Key == "" {
 			continue // an empty key is never looked up
@@ -86,6 +95,23 @@ func (p *Prefilter) MaybeTool(span ptrace.Span) bool {
 				}
 			case pcommon.ValueTypeEmpty, pcommon.ValueTypeBytes:
 				// Value renders these as text: leave them to Classify.
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// MaybeUsage reports false only for a span extract.ExtractUsage finds no
+// token count on: one pass over the attribute keys, most rejected by their
+// length, instead of a look-up per configured usage key.
+func (p *Prefilter) MaybeUsage(span ptrace.Span) bool {
+	for k := range span.Attributes().All() {
+		if len(k) >= len(p.usage) {
+			continue
+		}
+		for _, u := range p.usage[len(k)] {
+			if k == u {
 				return true
 			}
 		}

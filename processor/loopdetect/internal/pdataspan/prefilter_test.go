@@ -113,3 +113,39 @@ func TestPrefilterNeverDropsAToolSpan(t *testing.T) {
 		t.Fatal("no tool span in the golden inputs")
 	}
 }
+
+// TestPrefilterNeverDropsAUsageSpan: MaybeUsage says no only where
+// ExtractUsage finds no token count.
+func TestPrefilterNeverDropsAUsageSpan(t *testing.T) {
+	keys := extract.DefaultKeys()
+	x := extract.New(keys, nil)
+	p := NewPrefilter(keys)
+	cases := []struct {
+		name  string
+		attrs map[string]int64
+		usage bool
+	}{
+		{"semconv input and output", map[string]int64{"gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 20}, true},
+		{"older names", map[string]int64{"gen_ai.usage.prompt_tokens": 7}, true},
+		{"openinference total", map[string]int64{"llm.token_count.total": 30}, true},
+		{"vercel", map[string]int64{"ai.usage.completionTokens": 3}, true},
+		{"no usage", map[string]int64{"http.status_code": 200, "gen_ai.request.max_tokens": 512}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			span := ptrace.NewSpan()
+			span.SetName("chat")
+			for k, v := range tc.attrs {
+				span.Attributes().PutInt(k, v)
+			}
+			var sc extract.Scratch
+			_, extracted := extract.ExtractUsage(x, Span{S: span}, &sc)
+			if extracted != tc.usage {
+				t.Fatalf("ExtractUsage = %v, want %v", extracted, tc.usage)
+			}
+			if got := p.MaybeUsage(span); got != tc.usage {
+				t.Fatalf("MaybeUsage = %v, want %v", got, tc.usage)
+			}
+		})
+	}
+}
