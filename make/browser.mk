@@ -19,7 +19,7 @@ test-browser: chromium
 test-unit: chromium
 test-unit: export LOOPREPLAY_CHROMIUM ?= $(CHROMIUM)
 
-# Rewrites docs/loopreplay-seed000.png, the README's picture of the seed-000 replay page.
+# Rewrites docs/loopreplay-bash-loop.png, the README's picture of the 1,972-call incident's replay page.
 .PHONY: screenshot
 screenshot: chromium
-	LOOPREPLAY_CHROMIUM=$(CHROMIUM) $(GO) test -count=1 -run 'TestPageInBrowser/screenshot' ./internal/replay/ -args -screenshot $(CURDIR)/docs/loopreplay-seed000.png
+	LOOPREPLAY_CHROMIUM=$(CHROMIUM) $(GO) test -count=1 -run 'TestPageInBrowser/screenshot' ./internal/replay/ -args -screenshot $(CURDIR)/docs/loopreplay-bash-loop.png
