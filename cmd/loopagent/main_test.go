@@ -245,7 +245,7 @@ func TestSIGTERM(t *testing.T) {
 	defer func() {
 		if cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()
-			<-done
+			_ = <-done
 		}
 	}()
 	deadline := time.Now().Add(20 * time.Second)
@@ -262,7 +262,7 @@ func TestSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-done:
+	case <-done: //nolint:errcheck // exiting at all is what is tested, not how
 	case <-time.After(15 * time.Second):
 		t.Fatal("agent did not exit after SIGTERM")
 	}

@@ -20,7 +20,7 @@ func Example() {
 		fmt.Printf("%s -> %s (%s) kill=%v\n", t.From, t.To, t.Reason, t.Kill)
 	}))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(p))
-	defer tp.Shutdown(context.Background())
+	defer func() { _ = tp.Shutdown(context.Background()) }()
 	tracer := tp.Tracer("my-agent")
 
 	// One run = one trace = one session; ctx is cancelled on a kill.
@@ -53,7 +53,7 @@ func ExampleWithWarn() {
 		warnedAt, nudge = calls, w.Nudge // handed to the agent's next model request
 	}))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(p))
-	defer tp.Shutdown(context.Background())
+	defer func() { _ = tp.Shutdown(context.Background()) }()
 	tracer := tp.Tracer("my-agent")
 
 	ctx, run := tracer.Start(context.Background(), "invoke_agent")

@@ -24,10 +24,10 @@ func TestValueMatchesCollector(t *testing.T) {
 		{"double", attribute.Float64Value(1.5), pcommon.NewValueDouble(1.5)},
 		{"bool", attribute.BoolValue(true), pcommon.NewValueBool(true)},
 		{"bytes", attribute.ByteSliceValue([]byte{0, 1, 0xff}), pcommon.NewValueBytes()},
-		{"strings", attribute.StringSliceValue([]string{"x", "y"}), pm(func(v pcommon.Value) { v.SetEmptySlice().FromRaw([]any{"x", "y"}) })},
-		{"bools", attribute.BoolSliceValue([]bool{true, false}), pm(func(v pcommon.Value) { v.SetEmptySlice().FromRaw([]any{true, false}) })},
-		{"ints", attribute.Int64SliceValue([]int64{1, 2}), pm(func(v pcommon.Value) { v.SetEmptySlice().FromRaw([]any{int64(1), int64(2)}) })},
-		{"floats", attribute.Float64SliceValue([]float64{0.5, 2}), pm(func(v pcommon.Value) { v.SetEmptySlice().FromRaw([]any{0.5, 2.0}) })},
+		{"strings", attribute.StringSliceValue([]string{"x", "y"}), pm(func(v pcommon.Value) { _ = v.SetEmptySlice().FromRaw([]any{"x", "y"}) })},
+		{"bools", attribute.BoolSliceValue([]bool{true, false}), pm(func(v pcommon.Value) { _ = v.SetEmptySlice().FromRaw([]any{true, false}) })},
+		{"ints", attribute.Int64SliceValue([]int64{1, 2}), pm(func(v pcommon.Value) { _ = v.SetEmptySlice().FromRaw([]any{int64(1), int64(2)}) })},
+		{"floats", attribute.Float64SliceValue([]float64{0.5, 2}), pm(func(v pcommon.Value) { _ = v.SetEmptySlice().FromRaw([]any{0.5, 2.0}) })},
 		{"map", attribute.MapValue(attribute.String("z", "1"), attribute.Int("a", 2), attribute.Map("m", attribute.Bool("b", true))),
 			pm(func(v pcommon.Value) {
 				_ = v.SetEmptyMap().FromRaw(map[string]any{"z": "1", "a": int64(2), "m": map[string]any{"b": true}})
