@@ -12,6 +12,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
 )
 
 // EventName is the name of the span event (and the log record event name)
@@ -137,17 +139,9 @@ type Event struct {
 	TokensLoop int64 `json:"tokens_loop,omitempty"`
 }
 
-// Target identifies the agent process a kill request is for.
-type Target struct {
-	// ServiceName is the resource's service.name.
-	ServiceName string `json:"service_name,omitempty"`
-	// ServiceInstanceID is the resource's service.instance.id.
-	ServiceInstanceID string `json:"service_instance_id,omitempty"`
-	// PID is the resource's process.pid (0 when unknown).
-	PID int64 `json:"pid,omitempty"`
-	// HostName is the resource's host.name.
-	HostName string `json:"host_name,omitempty"`
-}
+// Target identifies the process a kill must reach: the engine's one
+// definition.
+type Target = engine.Target
 
 // CopyTo writes the event as attributes into m.
 func (e *Event) CopyTo(m pcommon.Map) {

@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/webhookbody"
 )
 
 func TestRoundTripThroughSpanEvents(t *testing.T) {
@@ -15,11 +17,13 @@ func TestRoundTripThroughSpanEvents(t *testing.T) {
 		From: "stuck", To: "stuck", Reason: "frequent_identical", Trigger: "call", Period: 1, Repetitions: 5,
 		Window: 10, CallIndex: 21, CycleTools: []string{"bash"}, Signatures: []string{"ab"}, Fingerprint: "cd",
 		FingerprintSource: "result", Confidence: "high", NormalizerVersion: "args-v1", FingerprintVersion: "fp-v1",
-		FirstLoopSpanID: "11", SpanID: "22", DelayCalls: 5, DelaySeconds: 36, Kill: true,
+		FirstLoopSpanID: "11", SpanID: "22", DelayCalls: 5, DelaySeconds: 36, Kill: true, DryRun: true,
 		Explanation: "loop detected: same tool call x5 of last 10", DecidedAt: time.Date(2026, 1, 1, 0, 0, 36, 0, time.UTC),
 		Client: "genai_semconv", Agent: "pi", Target: Target{ServiceName: "a", ServiceInstanceID: "i", PID: 7, HostName: "h"},
 		TokensTotal: 48_000, TokensLoop: 12_500,
 	}
+	// Every field set, so a field added without its attribute fails below.
+	require.Empty(t, webhookbody.ZeroFields(want), "the sample event leaves fields unset")
 	td := ptrace.NewTraces()
 	spans := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
 	plain := spans.AppendEmpty()

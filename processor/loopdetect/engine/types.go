@@ -169,16 +169,18 @@ type Lease struct {
 	Reason string
 }
 
-// Target identifies the agent process a kill must reach.
+// Target identifies the agent process a kill must reach. It is the one
+// definition: events, webhook bodies and the supervisor use it as it is.
 type Target struct {
 	// ServiceName is service.name.
-	ServiceName string
-	// ServiceInstanceID is service.instance.id.
-	ServiceInstanceID string
+	ServiceName string `json:"service_name,omitempty"`
+	// ServiceInstanceID is service.instance.id: the key a supervisor accepts
+	// a kill for.
+	ServiceInstanceID string `json:"service_instance_id,omitempty"`
 	// PID is process.pid (0 when unknown).
-	PID int64
+	PID int64 `json:"pid,omitempty"`
 	// HostName is host.name.
-	HostName string
+	HostName string `json:"host_name,omitempty"`
 }
 
 // ToolCall is one tool invocation as the engine sees it: digests and

@@ -18,14 +18,24 @@ import (
 	"unicode"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/stdwebhook"
+	"github.com/otelcol-loop/otelcol-loop/internal/webhookbody"
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
+)
+
+// The body is defined once, in internal/webhookbody: the supervisor decodes
+// the type alert_sink encodes.
+type (
+	// Body is the part of the webhook body the supervisor acts on.
+	Body = webhookbody.Body
+	// Target is the body's target object.
+	Target = engine.Target
 )
 
 // Body types.
 const (
-	TypeKill       = "loop.kill"
-	TypeTransition = "loop.transition"
-	// TypeWarn is the ladder's step before a kill: nudge the agent.
-	TypeWarn = "loop.warn"
+	TypeKill       = webhookbody.TypeKill
+	TypeTransition = webhookbody.TypeTransition
+	TypeWarn       = webhookbody.TypeWarn
 )
 
 // Limits on what a request may carry.
@@ -57,43 +67,6 @@ type Message struct {
 	// Timestamp is the webhook-timestamp header.
 	Timestamp time.Time
 	Body      Body
-}
-
-// Body is the part of the webhook body the supervisor acts on.
-type Body struct {
-	Type       string     `json:"type"`
-	ID         string     `json:"id"`
-	Sequence   int64      `json:"sequence"`
-	DecidedAt  time.Time  `json:"decided_at"`
-	ExpiresAt  time.Time  `json:"expires_at"`
-	Action     string     `json:"action"`
-	Nudge      string     `json:"nudge"`
-	Session    Session    `json:"session"`
-	Target     Target     `json:"target"`
-	Transition Transition `json:"transition"`
-}
-
-// Session is the body's session object.
-type Session struct {
-	Key   string `json:"key"`
-	Agent string `json:"agent"`
-}
-
-// Target is the body's target object.
-type Target struct {
-	ServiceName       string `json:"service_name"`
-	ServiceInstanceID string `json:"service_instance_id"`
-	PID               int64  `json:"pid"`
-	HostName          string `json:"host_name"`
-}
-
-// Transition is the body's transition object.
-type Transition struct {
-	From        string `json:"from"`
-	To          string `json:"to"`
-	Reason      string `json:"reason"`
-	Explanation string `json:"explanation"`
-	Kill        bool   `json:"kill"`
 }
 
 func malformed(format string, a ...any) error {

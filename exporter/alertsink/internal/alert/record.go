@@ -136,7 +136,7 @@ func (p *Policy) Records(ev *loopevent.Event, now time.Time) ([]Record, Outcome,
 		exp := decided.Add(p.KillTTL)
 		if now.Before(exp) {
 			b := NewBody(ev, TypeWarn, decided, exp)
-			raw, err := b.Marshal()
+			raw, err := Marshal(&b)
 			if err != nil {
 				return nil, out, fmt.Errorf("alert_sink: rendering warn body: %w", err)
 			}
@@ -149,7 +149,7 @@ func (p *Policy) Records(ev *loopevent.Event, now time.Time) ([]Record, Outcome,
 			out.Expired = true
 		} else {
 			b := NewBody(ev, TypeKill, decided, exp)
-			raw, err := b.Marshal()
+			raw, err := Marshal(&b)
 			if err != nil {
 				return nil, out, fmt.Errorf("alert_sink: rendering kill body: %w", err)
 			}
@@ -159,7 +159,7 @@ func (p *Policy) Records(ev *loopevent.Event, now time.Time) ([]Record, Outcome,
 	if p.Alerts {
 		if (p.States == nil || p.States[ev.To]) && (p.Reasons == nil || p.Reasons[ev.Reason]) {
 			b := NewBody(ev, TypeTransition, decided, time.Time{})
-			raw, err := b.Marshal()
+			raw, err := Marshal(&b)
 			if err != nil {
 				return nil, out, fmt.Errorf("alert_sink: rendering transition body: %w", err)
 			}
