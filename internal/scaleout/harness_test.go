@@ -344,6 +344,7 @@ type receiver struct {
 	mu       sync.Mutex
 	kills    []hook
 	alerts   []hook
+	warns    []hook
 	bad      []string
 	seen     map[string]bool // webhook ids, as the supervisor's replay cache
 	replayed []hook          // kills answered already_handled by id
@@ -448,6 +449,10 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 		r.seen[id] = true
 		r.kills = append(r.kills, h)
+	case parts[0] == "kill" && h.body.Type == "loop.warn":
+		// The response ladder's step before the kill (alert_sink
+		// kill.warn_on): counted, acted on by no one here.
+		r.warns = append(r.warns, h)
 	case parts[0] == "alerts" && h.body.Type == "loop.transition":
 		r.alerts = append(r.alerts, h)
 	default:
