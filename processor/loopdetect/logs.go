@@ -58,21 +58,10 @@ func eventName(lr plog.LogRecord) string {
 func (r logRecord) Name() string { return r.name }
 
 func (r logRecord) Attr(key string) (extract.Value, bool) {
-	return lookupValue(r.lr.Attributes(), key)
+	return pdataspan.Lookup(r.lr.Attributes(), key)
 }
 
-func (r logRecord) ResourceAttr(key string) (extract.Value, bool) { return lookupValue(r.res, key) }
-
-func lookupValue(m pcommon.Map, key string) (extract.Value, bool) {
-	if key == "" {
-		return extract.Value{}, false
-	}
-	v, ok := m.Get(key)
-	if !ok {
-		return extract.Value{}, false
-	}
-	return pdataspan.Value(v), true
-}
+func (r logRecord) ResourceAttr(key string) (extract.Value, bool) { return pdataspan.Lookup(r.res, key) }
 
 func (r logRecord) TraceID() [16]byte { return r.lr.TraceID() }
 

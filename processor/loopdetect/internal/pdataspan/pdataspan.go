@@ -35,7 +35,9 @@ func Value(v pcommon.Value) extract.Value {
 	}
 }
 
-func lookup(m pcommon.Map, key string) (extract.Value, bool) {
+// Lookup reads attribute key of m as an extract.Value; the one pdata
+// look-up of spans, log records and resources alike.
+func Lookup(m pcommon.Map, key string) (extract.Value, bool) {
 	if key == "" {
 		return extract.Value{}, false
 	}
@@ -78,10 +80,10 @@ var _ extract.AttrLister[Span] = (*Span)(nil)
 func (s Span) Name() string { return s.S.Name() }
 
 // Attr looks up a span attribute.
-func (s Span) Attr(key string) (extract.Value, bool) { return lookup(s.S.Attributes(), key) }
+func (s Span) Attr(key string) (extract.Value, bool) { return Lookup(s.S.Attributes(), key) }
 
 // ResourceAttr looks up a resource attribute.
-func (s Span) ResourceAttr(key string) (extract.Value, bool) { return lookup(s.Res, key) }
+func (s Span) ResourceAttr(key string) (extract.Value, bool) { return Lookup(s.Res, key) }
 
 // TraceID returns the trace id.
 func (s Span) TraceID() [16]byte { return s.S.TraceID() }
@@ -112,5 +114,5 @@ func (s Span) EventName(i int) string { return s.S.Events().At(i).Name() }
 
 // EventAttr looks up an attribute of event i.
 func (s Span) EventAttr(i int, key string) (extract.Value, bool) {
-	return lookup(s.S.Events().At(i).Attributes(), key)
+	return Lookup(s.S.Events().At(i).Attributes(), key)
 }
