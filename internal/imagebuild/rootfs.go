@@ -6,7 +6,9 @@ import (
 	"compress/gzip"
 	"encoding/pem"
 	"fmt"
+	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -81,6 +83,35 @@ func (im Image) AppFiles(binary, config []byte) []File {
 		fs = append(fs, File{Path: im.DataDir, Mode: 0o755, Dir: true, UID: User, GID: User})
 	}
 	return fs
+}
+
+// WriteFiles writes files under dir, as they would be unpacked from a
+// layer (owners aside: COPY --chown sets those in the Dockerfile).
+func WriteFiles(dir string, files []File) error {
+	for _, f := range files {
+		p := filepath.Join(dir, filepath.FromSlash(f.Path))
+		mode := os.FileMode(f.Mode & 0o777)
+		if f.Mode&0o1000 != 0 {
+			mode |= os.ModeSticky
+		}
+		if f.Dir {
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				return err
+			}
+		} else {
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(p, f.Body, mode); err != nil {
+				return err
+			}
+		}
+		// Chmod, not the mode given above: the umask must not narrow it.
+		if err := os.Chmod(p, mode); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // TarLayer writes files as an uncompressed layer tar: entries sorted by

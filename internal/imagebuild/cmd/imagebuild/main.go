@@ -1,7 +1,9 @@
 // Command imagebuild builds the otelcol-loop and otelcol-loop-gateway OCI
 // images without a container daemon (`make image`): see package
 // internal/imagebuild. It prints each image's reference, index digest and
-// per-platform sizes.
+// per-platform sizes. With -rootfs DIR it only writes the files every image
+// shares (passwd, group, the CA bundle, /tmp) under DIR: the Dockerfile's
+// base stage, so both builds ship the same files.
 package main
 
 import (
@@ -21,9 +23,16 @@ func main() {
 	root := flag.String("root", ".", "repository root")
 	out := flag.String("out", "_build", "output directory")
 	repo := flag.String("repository", imagebuild.DefaultRepository, "registry and namespace the images are named under")
+	rootfs := flag.String("rootfs", "", "only write the shared base files under this directory")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("imagebuild: ")
+	if *rootfs != "" {
+		if err := imagebuild.WriteFiles(*rootfs, imagebuild.BaseFiles()); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
