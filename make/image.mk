@@ -27,3 +27,9 @@ test-image: image
 # the other process-level tests) are built static too, so their compiled
 # packages are the linux/amd64 image binaries' (one cold compile, not two).
 build-distribution gateway: export CGO_ENABLED = 0
+
+# The Helm values (deploy/helm/) and the Operator resource (deploy/operator/)
+# are generated from deploy/kubernetes/ and config/gateway-k8s.yaml; run this
+# after changing those (a test in internal/deploygen fails until you do).
+deploy-generate:
+	$(GO) run ./internal/deploygen/cmd/deploygen -root $(CURDIR)
