@@ -18,6 +18,8 @@ var testEnv = []string{
 	// Standard Webhooks secret of the BUILD-NOTES known-answer vector.
 	"LOOPDETECT_WEBHOOK_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
 	"LOOPDETECT_DIGEST_KEY=test-digest-key-0123456789abcdef",
+	// container.yaml has no default supervisor: the user must name one.
+	"SUPERVISOR_KILL_URL=https://agent-supervisor.agents.svc:9464/kill",
 }
 
 func repoRoot(t *testing.T) string {
