@@ -33,3 +33,8 @@ build-distribution gateway: export CGO_ENABLED = 0
 # after changing those (a test in internal/deploygen fails until you do).
 deploy-generate:
 	$(GO) run ./internal/deploygen/cmd/deploygen -root $(CURDIR)
+
+clean: clean-image
+.PHONY: clean-image
+clean-image:
+	rm -rf $(IMAGE_OUT)
