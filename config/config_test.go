@@ -21,6 +21,8 @@ var testEnv = []string{
 	"LOOPDETECT_ALERTS_SECRET=whsec_YWxlcnRzLW9ubHktc2VjcmV0LWZvci10aGUtdGVzdHM=",
 	"LOOPDETECT_DIGEST_KEY=test-digest-key-0123456789abcdef",
 	"LOOP_OTLP_TOKEN=test-otlp-token-0123456789abcdef",
+	// container.yaml has no default supervisor: the user must name one.
+	"SUPERVISOR_KILL_URL=https://agent-supervisor.agents.svc:9464/kill",
 }
 
 func repoRoot(t *testing.T) string {
