@@ -14,7 +14,7 @@ import (
 // loopback on one machine) names an authenticator that the service runs,
 // and the gateway authenticates itself to tier 2.
 func TestNetworkConfigsAuthenticateSenders(t *testing.T) {
-	files := []string{"production.yaml", "gateway.yaml", "gateway-dns.yaml", "gateway-k8s.yaml"}
+	files := []string{"production.yaml", "container.yaml", "gateway.yaml", "gateway-dns.yaml", "gateway-k8s.yaml"}
 	for _, f := range files {
 		t.Run(f, func(t *testing.T) {
 			b, err := os.ReadFile(f)

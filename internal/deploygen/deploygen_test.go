@@ -154,7 +154,8 @@ func TestEmbeddedConfigsAreTheSourcesAndValidate(t *testing.T) {
 			bin := map[string]string{"collector": collector, "gateway": gateway}[f.binary]
 			cmd := exec.Command(bin, "validate", "--config=file:"+p)
 			cmd.Env = append(os.Environ(), "LOOPDETECT_WEBHOOK_SECRET="+testproc.NewSecret(t), "LOOPDETECT_DIGEST_KEY=k",
-				"SUPERVISOR_KILL_URL=https://agent-supervisor.agents.svc:9464/kill")
+				"SUPERVISOR_KILL_URL=https://agent-supervisor.agents.svc:9464/kill",
+				"LOOP_OTLP_TOKEN=deploygen-test-otlp-token-0123", "LOOP_TIER2_TOKEN=deploygen-test-tier2-token-0123")
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Errorf("%s validate (%s): %v\n%s", filepath.Base(bin), f.file, err, out)
 			}

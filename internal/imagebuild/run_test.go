@@ -30,6 +30,7 @@ var runEnv = map[string]func(t *testing.T, p ports, tmp string) []string{
 			"LOOPDETECT_STORAGE_DIR=" + filepath.Join(tmp, "queue"),
 			"LOOPDETECT_WEBHOOK_SECRET=" + testproc.NewSecret(t),
 			"LOOPDETECT_DIGEST_KEY=test-digest-key",
+			"LOOP_OTLP_TOKEN=image-test-otlp-token-0123456789",
 			// Nothing listens there: starting does not call the supervisor.
 			fmt.Sprintf("SUPERVISOR_KILL_URL=http://127.0.0.1:%d/kill", testproc.FreePort(t)),
 		}
@@ -38,6 +39,8 @@ var runEnv = map[string]func(t *testing.T, p ports, tmp string) []string{
 		return []string{
 			fmt.Sprintf("LOOP_GATEWAY_GRPC_ENDPOINT=127.0.0.1:%d", p.grpc),
 			fmt.Sprintf("LOOP_GATEWAY_HTTP_ENDPOINT=127.0.0.1:%d", p.http),
+			"LOOP_OTLP_TOKEN=image-test-otlp-token-0123456789",
+			"LOOP_TIER2_TOKEN=image-test-tier2-token-0123456789",
 			fmt.Sprintf("LOOP_GATEWAY_HEALTH_ENDPOINT=127.0.0.1:%d", p.health),
 			"LOOP_GATEWAY_METRICS_HOST=127.0.0.1",
 			"LOOP_TIER2_DNS_NAME=localhost",
