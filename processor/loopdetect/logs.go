@@ -61,7 +61,9 @@ func (r logRecord) Attr(key string) (extract.Value, bool) {
 	return pdataspan.Lookup(r.lr.Attributes(), key)
 }
 
-func (r logRecord) ResourceAttr(key string) (extract.Value, bool) { return pdataspan.Lookup(r.res, key) }
+func (r logRecord) ResourceAttr(key string) (extract.Value, bool) {
+	return pdataspan.Lookup(r.res, key)
+}
 
 func (r logRecord) TraceID() [16]byte { return r.lr.TraceID() }
 
