@@ -121,7 +121,7 @@ func TestImageConfigDeclaresUserEntrypointPortsLabels(t *testing.T) {
 					}
 				}
 				for i, h := range cf.History {
-					if !h.Created.Time.Equal(rev.Time) {
+					if !h.Created.Equal(rev.Time) {
 						t.Errorf("history[%d] created %v, want the commit time %v", i, h.Created, rev.Time)
 					}
 				}
