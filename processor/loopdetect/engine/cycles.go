@@ -31,14 +31,26 @@ func satInc(x uint8) uint8 {
 	return x + 1
 }
 
-// observe records r, the newest call by arrival.
+// observe records r, the newest call by arrival. Positions are computed
+// with a compare instead of a modulo: this runs on every call.
 func (t *cycleTracker) observe(r *record) {
 	d := uint16(mix(uint64(r.sig)^mix(uint64(r.fp))) >> 48)
+	head, n := int(t.head), int(t.n)
+	// The nearest earlier call with the same pair: scan back from the
+	// newest, first the part of the ring before head, then the wrapped end.
 	dist := 0
-	for k := 1; k <= int(t.n); k++ {
-		if t.recent[(int(t.head)-k+recentCalls)%recentCalls] == d {
-			dist = k
+	for i := head - 1; i >= 0 && head-i <= n; i-- {
+		if t.recent[i] == d {
+			dist = head - i
 			break
+		}
+	}
+	if dist == 0 {
+		for i := recentCalls - 1; i >= head && head+recentCalls-i <= n; i-- {
+			if t.recent[i] == d {
+				dist = head + recentCalls - i
+				break
+			}
 		}
 	}
 	if r.hasFP() && !r.has(fLowConf) && dist > 0 {
@@ -47,17 +59,24 @@ func (t *cycleTracker) observe(r *record) {
 	} else {
 		t.seenRun, t.seenSpan = 0, 0
 	}
+	resultless := !r.hasFP() && !r.has(fLowConf)
 	for p := 1; p <= maxResultlessPeriod; p++ {
-		back := t.recent[(int(t.head)-p+recentCalls)%recentCalls]
-		if !r.hasFP() && !r.has(fLowConf) && p <= int(t.n) && back == d {
+		i := head - p
+		if i < 0 {
+			i += recentCalls
+		}
+		if resultless && p <= n && t.recent[i] == d {
 			t.resultless[p-1] = satInc(t.resultless[p-1])
 		} else {
 			t.resultless[p-1] = 0
 		}
 	}
-	t.recent[t.head] = d
-	t.head = (t.head + 1) % recentCalls
-	if t.n < recentCalls {
+	t.recent[head] = d
+	if head++; head == recentCalls {
+		head = 0
+	}
+	t.head = uint8(head)
+	if n < recentCalls {
 		t.n++
 	}
 }

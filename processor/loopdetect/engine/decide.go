@@ -6,8 +6,9 @@ import "strings"
 // and, when it applies, returns its verdict. It explains its own verdicts,
 // so a rule and its wording live in one file (docs/design.md lists them).
 type rule interface {
-	// evaluate returns the rule's verdict and true when the rule applies.
-	evaluate(w *window) (verdict, bool)
+	// evaluate writes the rule's verdict to v and reports true when the
+	// rule applies (a pointer: the verdict is not copied per rule).
+	evaluate(w *window, v *verdict) bool
 	// explain writes the human explanation of a verdict the rule returned.
 	explain(b *strings.Builder, w *window, v verdict)
 }
@@ -62,6 +63,8 @@ type window struct {
 	s   *session
 	h   []record
 	now int64
+
+	scratch verdict
 
 	done                             uint8
 	shape                            shape
@@ -150,10 +153,14 @@ func (w *window) cycle(period int) string {
 
 // decide returns the verdict of the first rule in verdictOrder that applies.
 func (e *Engine) decide(w *window) verdict {
+	// The rules write into the window's scratch verdict: a local one would
+	// escape through their interface calls.
+	v := &w.scratch
+	*v = verdict{}
 	for _, r := range verdictOrder {
-		if v, ok := r.evaluate(w); ok {
+		if r.evaluate(w, v) {
 			v.by = r
-			return v
+			return *v
 		}
 	}
 	// Not reached: workingRule always applies.

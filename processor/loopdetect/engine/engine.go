@@ -51,6 +51,9 @@ type shard struct {
 	// LRU list: head is the most recently seen session.
 	head, tail *session
 	names      internTable
+	// win is the evaluation window of the session being evaluated (one
+	// at a time, under mu), reused so evaluating allocates nothing.
+	win window
 }
 
 // New validates cfg and returns an Engine.

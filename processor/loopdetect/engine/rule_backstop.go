@@ -14,12 +14,13 @@ import (
 // clock cannot trip it.
 type backstopRule struct{}
 
-func (backstopRule) evaluate(w *window) (verdict, bool) {
+func (backstopRule) evaluate(w *window, v *verdict) bool {
 	s, cfg := w.s, &w.e.cfg
 	if cfg.Backstop <= 0 || s.firstSeen <= 0 || w.now-s.firstSeen < int64(cfg.Backstop) {
-		return verdict{}, false
+		return false
 	}
-	return verdict{state: StateStuck, reason: ReasonBackstop, loopStart: 0, window: len(w.h)}, true
+	*v = verdict{state: StateStuck, reason: ReasonBackstop, loopStart: 0, window: len(w.h)}
+	return true
 }
 
 func (backstopRule) explain(b *strings.Builder, w *window, _ verdict) {

@@ -14,9 +14,9 @@ import (
 // successful calls that return new results are exploration, not a loop.
 type failureStreakRule struct{}
 
-func (failureStreakRule) evaluate(w *window) (verdict, bool) {
+func (failureStreakRule) evaluate(w *window, v *verdict) bool {
 	if w.s.x == nil || w.s.x.streak.count == 0 {
-		return verdict{}, false
+		return false
 	}
 	f := &w.s.x.streak
 	threshold, reason := w.e.cfg.FailureStreak, ReasonFailureStreak
@@ -24,12 +24,13 @@ func (failureStreakRule) evaluate(w *window) (verdict, bool) {
 		threshold, reason = w.e.cfg.UnknownToolStreak, ReasonUnknownTool
 	}
 	if threshold <= 0 || int(f.count) < threshold {
-		return verdict{}, false
+		return false
 	}
 	n := len(w.h)
 	loopStart := max(0, n-int(w.s.total-f.start+1))
-	return verdict{state: StateStuck, reason: reason, count: int(f.count), period: 1, reps: int(f.count), loopStart: loopStart, window: n,
-		cycleKey: mix(uint64(f.tool)<<32 | uint64(f.class))}, true
+	*v = verdict{state: StateStuck, reason: reason, count: int(f.count), period: 1, reps: int(f.count), loopStart: loopStart, window: n,
+		cycleKey: mix(uint64(f.tool)<<32 | uint64(f.class))}
+	return true
 }
 
 func (failureStreakRule) explain(b *strings.Builder, w *window, v verdict) {

@@ -14,13 +14,13 @@ import (
 // between the identical calls (a fix-and-test cycle) is progress.
 type frequentIdenticalRule struct{}
 
-func (frequentIdenticalRule) evaluate(w *window) (verdict, bool) {
+func (frequentIdenticalRule) evaluate(w *window, v *verdict) bool {
 	if !w.frequentStall() {
-		return verdict{}, false
+		return false
 	}
 	count, first := w.frequent()
 	n := len(w.h)
-	v := verdict{state: StateStuck, reason: ReasonFrequentIdentical, count: count, loopStart: first, window: min(n, w.e.cfg.FrequentWindow), period: 1, reps: count}
+	*v = verdict{state: StateStuck, reason: ReasonFrequentIdentical, count: count, loopStart: first, window: min(n, w.e.cfg.FrequentWindow), period: 1, reps: count}
 	if sh, ok := w.periodic(); ok && sh.fpRun >= sh.period*w.e.cfg.MinRepetitions && !sh.lowConf {
 		// A periodic loop inside the window describes the loop better.
 		v.period, v.reps = sh.period, sh.fpRun/sh.period
@@ -28,7 +28,7 @@ func (frequentIdenticalRule) evaluate(w *window) (verdict, bool) {
 	}
 	// The repeated call, not whatever came last, identifies the loop.
 	v.cycleKey = mix(uint64(w.h[first].sig) ^ mix(uint64(w.h[first].fp)))
-	return v, true
+	return true
 }
 
 func (frequentIdenticalRule) explain(b *strings.Builder, _ *window, v verdict) {

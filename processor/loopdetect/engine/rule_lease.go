@@ -12,12 +12,13 @@ import (
 // and owner changes are bounded when the lease is noted (session.noteLease).
 type leaseRule struct{}
 
-func (leaseRule) evaluate(w *window) (verdict, bool) {
+func (leaseRule) evaluate(w *window, v *verdict) bool {
 	if !w.repetition() || !w.s.leaseValid(w.now) {
-		return verdict{}, false
+		return false
 	}
 	sh, _ := w.periodic()
-	return verdict{state: StateWaiting, reason: ReasonLease, loopStart: -1, window: len(w.h), period: sh.period, reps: sh.sigRun / max(sh.period, 1)}, true
+	*v = verdict{state: StateWaiting, reason: ReasonLease, loopStart: -1, window: len(w.h), period: sh.period, reps: sh.sigRun / max(sh.period, 1)}
+	return true
 }
 
 func (leaseRule) explain(b *strings.Builder, w *window, _ verdict) {

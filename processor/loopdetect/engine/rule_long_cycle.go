@@ -14,16 +14,17 @@ import (
 // an edit is not a loop.
 type longCycleRule struct{}
 
-func (longCycleRule) evaluate(w *window) (verdict, bool) {
+func (longCycleRule) evaluate(w *window, v *verdict) bool {
 	t := &w.s.cycles
 	minCalls := w.e.cfg.LongCycleMinCalls
 	run, span := int(t.seenRun), int(t.seenSpan)
 	if minCalls <= 0 || span == 0 || run < max(minCalls, span) {
-		return verdict{}, false
+		return false
 	}
 	n := len(w.h)
-	return verdict{state: StateStuck, reason: ReasonLongCycle, period: span, reps: (run + span) / span,
-		loopStart: max(0, n-run-span), window: n, cycleKey: cycleKey(w.h, min(span, n))}, true
+	*v = verdict{state: StateStuck, reason: ReasonLongCycle, period: span, reps: (run + span) / span,
+		loopStart: max(0, n-run-span), window: n, cycleKey: cycleKey(w.h, min(span, n))}
+	return true
 }
 
 func (longCycleRule) explain(b *strings.Builder, w *window, v verdict) {

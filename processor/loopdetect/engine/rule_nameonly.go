@@ -12,17 +12,18 @@ import (
 // unless kill.allow_low_confidence says so.
 type nameOnlyThresholdRule struct{}
 
-func (nameOnlyThresholdRule) evaluate(w *window) (verdict, bool) {
+func (nameOnlyThresholdRule) evaluate(w *window, v *verdict) bool {
 	threshold := w.e.cfg.NameOnlyThreshold
 	if threshold <= 0 {
-		return verdict{}, false
+		return false
 	}
 	c, f := w.e.frequent(w.h, true, len(w.h))
 	if c < threshold {
-		return verdict{}, false
+		return false
 	}
-	return verdict{state: StateStuck, reason: ReasonFrequentIdentical, count: c, loopStart: f, period: 1, reps: c, window: len(w.h), lowConf: true,
-		cycleKey: mix(uint64(w.h[f].sig) ^ mix(uint64(w.h[f].fp)))}, true
+	*v = verdict{state: StateStuck, reason: ReasonFrequentIdentical, count: c, loopStart: f, period: 1, reps: c, window: len(w.h), lowConf: true,
+		cycleKey: mix(uint64(w.h[f].sig) ^ mix(uint64(w.h[f].fp)))}
+	return true
 }
 
 func (nameOnlyThresholdRule) explain(b *strings.Builder, _ *window, v verdict) {

@@ -57,18 +57,18 @@ func (e *Engine) periodic(h []record) (shape, bool) {
 	return shape{}, false
 }
 
-func (periodicLoopRule) evaluate(w *window) (verdict, bool) {
+func (periodicLoopRule) evaluate(w *window, v *verdict) bool {
 	sh, ok := w.periodic()
 	if !ok || sh.lowConf || sh.fpRun < sh.period*w.e.cfg.MinRepetitions {
-		return verdict{}, false
+		return false
 	}
 	n := len(w.h)
-	v := verdict{state: StateStuck, reason: ReasonPeriodicLoop, period: sh.period, reps: sh.fpRun / sh.period, loopStart: n - sh.fpRun, window: n}
+	*v = verdict{state: StateStuck, reason: ReasonPeriodicLoop, period: sh.period, reps: sh.fpRun / sh.period, loopStart: n - sh.fpRun, window: n}
 	if sh.period == 1 && w.h[n-1].fpSource() == FingerprintResult {
 		v.reason = ReasonUnchangedResult
 	}
 	v.cycleKey = cycleKey(w.h, v.period)
-	return v, true
+	return true
 }
 
 func (periodicLoopRule) explain(b *strings.Builder, w *window, v verdict) {

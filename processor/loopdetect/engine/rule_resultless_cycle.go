@@ -13,20 +13,21 @@ import (
 // verbatim is stopped all the same. Name-only calls never get here.
 type resultlessCycleRule struct{}
 
-func (resultlessCycleRule) evaluate(w *window) (verdict, bool) {
+func (resultlessCycleRule) evaluate(w *window, v *verdict) bool {
 	reps := w.e.cfg.ResultlessCycleRepetitions
 	if reps <= 0 {
-		return verdict{}, false
+		return false
 	}
 	t := &w.s.cycles
 	for p := 1; p <= w.e.cfg.ResultlessCycleMaxPeriod; p++ {
 		if int(t.resultless[p-1]) >= (reps-1)*p {
 			n := len(w.h)
-			return verdict{state: StateStuck, reason: ReasonResultlessCycle, period: p, reps: reps,
-				loopStart: max(0, n-reps*p), window: n, cycleKey: cycleKey(w.h, min(p, n))}, true
+			*v = verdict{state: StateStuck, reason: ReasonResultlessCycle, period: p, reps: reps,
+				loopStart: max(0, n-reps*p), window: n, cycleKey: cycleKey(w.h, min(p, n))}
+			return true
 		}
 	}
-	return verdict{}, false
+	return false
 }
 
 func (resultlessCycleRule) explain(b *strings.Builder, w *window, v verdict) {

@@ -79,13 +79,14 @@ func (e *Engine) retry(s *session) retryRun {
 // provider-rate-limit case: three calls, 2 s then 4 s apart).
 type retryPolicyRule struct{}
 
-func (retryPolicyRule) evaluate(w *window) (verdict, bool) {
+func (retryPolicyRule) evaluate(w *window, v *verdict) bool {
 	rr := w.retryRun()
 	if rr.outcome != retryOK {
-		return verdict{}, false
+		return false
 	}
 	n := len(w.h)
-	return verdict{state: StateRetrying, reason: ReasonRetryPolicy, period: 1, reps: rr.run, loopStart: n - rr.run, window: n, attempt: rr.attempt, maxTry: rr.budget}, true
+	*v = verdict{state: StateRetrying, reason: ReasonRetryPolicy, period: 1, reps: rr.run, loopStart: n - rr.run, window: n, attempt: rr.attempt, maxTry: rr.budget}
+	return true
 }
 
 func (retryPolicyRule) explain(b *strings.Builder, w *window, v verdict) {
@@ -98,7 +99,7 @@ func (retryPolicyRule) explain(b *strings.Builder, w *window, v verdict) {
 // than the budget. The loop's shape (period, start) is the stall rule's.
 type failedRepetitionRule struct{}
 
-func (failedRepetitionRule) evaluate(w *window) (verdict, bool) {
+func (failedRepetitionRule) evaluate(w *window, v *verdict) bool {
 	rr := w.retryRun()
 	var reason Reason
 	switch rr.outcome {
@@ -109,16 +110,16 @@ func (failedRepetitionRule) evaluate(w *window) (verdict, bool) {
 	case retryExhausted:
 		reason = ReasonRetryExhausted
 	default:
-		return verdict{}, false
+		return false
 	}
 	for _, r := range stallRules {
-		if v, ok := r.evaluate(w); ok {
+		if r.evaluate(w, v) {
 			v.reason, v.count, v.attempt, v.maxTry = reason, rr.run, rr.attempt, rr.budget
 			v.cycleKey = cycleKey(w.h, v.period)
-			return v, true
+			return true
 		}
 	}
-	return verdict{}, false
+	return false
 }
 
 func (failedRepetitionRule) explain(b *strings.Builder, w *window, v verdict) {

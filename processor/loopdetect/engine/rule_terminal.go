@@ -34,13 +34,14 @@ func (w *window) terminal() int {
 	return w.terminalAt
 }
 
-func (terminalRereadRule) evaluate(w *window) (verdict, bool) {
+func (terminalRereadRule) evaluate(w *window, v *verdict) bool {
 	at := w.terminal()
 	if at < 0 {
-		return verdict{}, false
+		return false
 	}
 	n := len(w.h)
-	return verdict{state: StateStuck, reason: ReasonTerminalReread, period: 1, reps: n - at, loopStart: at, window: n, cycleKey: cycleKey(w.h, 1)}, true
+	*v = verdict{state: StateStuck, reason: ReasonTerminalReread, period: 1, reps: n - at, loopStart: at, window: n, cycleKey: cycleKey(w.h, 1)}
+	return true
 }
 
 func (terminalRereadRule) explain(b *strings.Builder, w *window, v verdict) {

@@ -11,17 +11,18 @@ import (
 // hide different arguments.
 type unsafeEvidenceRule struct{}
 
-func (unsafeEvidenceRule) evaluate(w *window) (verdict, bool) {
+func (unsafeEvidenceRule) evaluate(w *window, v *verdict) bool {
 	sh, ok := w.periodic()
 	if !ok || (!sh.lowConf && !sh.missing) {
-		return verdict{}, false
+		return false
 	}
 	r := ReasonMissingFingerprint
 	if sh.lowConf {
 		r = ReasonNameOnly
 	}
 	n := len(w.h)
-	return verdict{state: StateUncertain, reason: r, period: sh.period, reps: sh.sigRun / sh.period, loopStart: n - sh.sigRun, window: n, lowConf: sh.lowConf}, true
+	*v = verdict{state: StateUncertain, reason: r, period: sh.period, reps: sh.sigRun / sh.period, loopStart: n - sh.sigRun, window: n, lowConf: sh.lowConf}
+	return true
 }
 
 func (unsafeEvidenceRule) explain(b *strings.Builder, w *window, v verdict) {
@@ -36,12 +37,12 @@ func (unsafeEvidenceRule) explain(b *strings.Builder, w *window, v verdict) {
 // fingerprint (progress), or nothing loop-shaped at all.
 type workingRule struct{}
 
-func (workingRule) evaluate(w *window) (verdict, bool) {
-	v := verdict{state: StateWorking, reason: ReasonNoLoop, loopStart: -1, window: len(w.h)}
+func (workingRule) evaluate(w *window, v *verdict) bool {
+	*v = verdict{state: StateWorking, reason: ReasonNoLoop, loopStart: -1, window: len(w.h)}
 	if _, periodic := w.periodic(); periodic || w.frequentStall() {
 		v.reason = ReasonProgress
 	}
-	return v, true
+	return true
 }
 
 func (workingRule) explain(b *strings.Builder, w *window, v verdict) {

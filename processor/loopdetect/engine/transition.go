@@ -10,8 +10,11 @@ import (
 // the kill policy, and appends a transition when the state changes or a
 // kill is decided — never one per repetition.
 func (e *Engine) evaluate(sh *shard, s *session, now int64, trig Trigger, span [8]byte, out []Transition) []Transition {
-	w := e.newWindow(sh, s, now)
-	v := e.decide(&w)
+	// The window lives in the shard, whose lock is held: built on the
+	// stack it would escape through the rules' interface calls.
+	w := &sh.win
+	*w = e.newWindow(sh, s, now)
+	v := e.decide(w)
 	n := len(s.hist)
 	v, kept := keepStuck(s, v, trig)
 	if e.holdForHysteresis(s, v) {
@@ -88,7 +91,7 @@ func (e *Engine) evaluate(sh *shard, s *session, now int64, trig Trigger, span [
 			t.Period = loop.period
 		}
 	}
-	t.Explanation = explain(&w, v, from, trig)
+	t.Explanation = explain(w, v, from, trig)
 	s.fillTokens(loop, &t)
 	return append(out, t)
 }
