@@ -379,7 +379,9 @@ func (t *internTable) id(name string, now int64) uint16 {
 	}
 	if id, ok := t.ids[name]; ok {
 		t.used[id] = now
-		t.toFront(id)
+		if t.head != id {
+			t.toFront(id)
+		}
 		return id
 	}
 	var id uint16
