@@ -192,9 +192,7 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 					})
 				}
 				if !d.pre.MaybeTool(span) {
-					if d.pre.MaybeUsage(span) {
-						d.usage(ctx, st, span, res)
-					}
+					d.usage(ctx, st, span, res)
 					continue
 				}
 				ok, out := extract.Extract(d.x, pdataspan.Span{S: span, Res: res}, &st.sc, &st.call)

@@ -15,11 +15,12 @@ import (
 // span) to the engine. A kill it causes (kill.max_loop_tokens) is attached
 // to that span, as a tool call's transitions are to the tool span.
 func (d *detector) usage(ctx context.Context, st *batchState, span ptrace.Span, res pcommon.Map) {
-	u, ok := extract.ExtractUsage(d.x, pdataspan.Span{S: span, Res: res}, &st.sc)
+	tokens, ok := d.pre.Usage(span)
 	if !ok {
 		return
 	}
-	st.trans = d.eng.AddTokens(u.Session, u.Tokens, d.now(), st.trans[:0])
+	session := extract.UsageSession(d.x, pdataspan.Span{S: span, Res: res}, &st.sc)
+	st.trans = d.eng.AddTokens(session, tokens, d.now(), st.trans[:0])
 	for i := range st.trans {
 		d.record(ctx, &st.trans[i])
 		ev := toEvent(&st.trans[i])

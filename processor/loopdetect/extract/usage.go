@@ -51,13 +51,20 @@ func ExtractUsage[S Span](x *Extractor, s S, sc *Scratch) (Usage, bool) {
 			return u, false
 		}
 	}
+	u.Session = UsageSession(x, s, sc)
+	return u, true
+}
+
+// UsageSession is the session key of a span that reports token usage, read
+// like a tool call's: the configured session keys, else the trace id (the
+// result may point into sc).
+func UsageSession[S Span](x *Extractor, s S, sc *Scratch) string {
 	// The one-pass attribute read is needed only for configured session
 	// keys; by default the session is the trace id.
 	if len(x.slots.session) > 0 {
 		a := newAttrs(x, s, sc)
 		if v, _, ok := a.firstOrResource(x.slots.session); ok && v.Text() != "" {
-			u.Session = v.Text()
-			return u, true
+			return v.Text()
 		}
 	}
 	tid := s.TraceID()
@@ -66,9 +73,21 @@ func ExtractUsage[S Span](x *Extractor, s S, sc *Scratch) (Usage, bool) {
 		sc.traceHex[2*i] = hexdigits[b>>4]
 		sc.traceHex[2*i+1] = hexdigits[b&0xf]
 	}
-	u.Session = unsafe.String(&sc.traceHex[0], len(sc.traceHex))
-	return u, true
+	return unsafe.String(&sc.traceHex[0], len(sc.traceHex))
 }
+
+// TokenCount is v as a token count of one span: a non-negative number,
+// bounded so a hostile value cannot overflow a session's sum.
+func TokenCount(v Value) (int64, bool) {
+	f, ok := v.Number()
+	if !ok || f < 0 || math.IsNaN(f) {
+		return 0, false
+	}
+	return int64(min(f, maxTokensPerSpan)), true
+}
+
+// Matches reports whether v satisfies the match's value or prefix.
+func (m *Match) Matches(v Value) bool { return m.matchValue(v) }
 
 // maxTokensPerSpan bounds one span's count: a hostile or broken value must
 // not overflow a session's sum.
@@ -81,11 +100,9 @@ func firstCount[S Span](s S, keys []string) (int64, bool) {
 		if !ok {
 			continue
 		}
-		f, ok := v.Number()
-		if !ok || f < 0 || math.IsNaN(f) {
-			continue
+		if n, ok := TokenCount(v); ok {
+			return n, true
 		}
-		return int64(min(f, maxTokensPerSpan)), true
 	}
 	return 0, false
 }

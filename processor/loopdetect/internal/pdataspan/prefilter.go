@@ -22,20 +22,29 @@ type Prefilter struct {
 	// rejected by their key length alone.
 	lens [64]bool
 	long bool // a key of 64 bytes or more
-	// usage holds the token usage keys, by byte length, for MaybeUsage.
-	usage [64][]string
+	// usage holds the token usage keys by byte length, for Usage.
+	usage [64][]usageKey
+	skip  []extract.Match
+}
+
+// usageKey is one token usage key: which count it gives (input, output,
+// total) and its rank in that list (the first listed wins).
+type usageKey struct {
+	key        string
+	list, rank int
 }
 
 // NewPrefilter compiles the key lists an Extractor classifies with.
 func NewPrefilter(k extract.Keys) *Prefilter {
 	p := &Prefilter{names: k.ToolSpanNames}
-	for _, list := range [...][]string{k.InputTokens, k.OutputTokens, k.TotalTokens} {
-		for _, key := range list {
+	for list, keys := range [...][]string{k.InputTokens, k.OutputTokens, k.TotalTokens} {
+		for rank, key := range keys {
 			if n := len(key); n > 0 && n < len(p.usage) {
-				p.usage[n] = append(p.usage[n], key)
+				p.usage[n] = append(p.usage[n], usageKey{key: key, list: list, rank: rank})
 			}
 		}
 	}
+	p.skip = k.UsageSkip
 	for _, m := range k.ToolCall {
 		if m.Key == "" {
 			continue // an empty key is never looked up
@@ -102,19 +111,46 @@ func (p *Prefilter) MaybeTool(span ptrace.Span) bool {
 	return false
 }
 
-// MaybeUsage reports false only for a span extract.ExtractUsage finds no
-// token count on: one pass over the attribute keys, most rejected by their
-// length, instead of a look-up per configured usage key.
-func (p *Prefilter) MaybeUsage(span ptrace.Span) bool {
-	for k := range span.Attributes().All() {
+// Usage is extract.ExtractUsage's token count read in one pass over the
+// span's attributes: input + output tokens (else the total), the first
+// listed key of each kind winning, nothing for a span that sums nested
+// spans' usage (UsageSkip). Most spans carry no usage key and cost one scan
+// of their keys, most rejected by length.
+func (p *Prefilter) Usage(span ptrace.Span) (int64, bool) {
+	var (
+		counts [3]int64
+		ranks  = [3]int{-1, -1, -1}
+		found  bool
+	)
+	for k, v := range span.Attributes().All() {
 		if len(k) >= len(p.usage) {
 			continue
 		}
-		for _, u := range p.usage[len(k)] {
-			if k == u {
-				return true
+		for i := range p.usage[len(k)] {
+			u := &p.usage[len(k)][i]
+			if k != u.key || (ranks[u.list] >= 0 && ranks[u.list] <= u.rank) {
+				continue
+			}
+			if n, ok := extract.TokenCount(Value(v)); ok {
+				counts[u.list], ranks[u.list], found = n, u.rank, true
 			}
 		}
 	}
-	return false
+	if !found {
+		return 0, false
+	}
+	tokens := counts[0] + counts[1]
+	if ranks[0] < 0 && ranks[1] < 0 {
+		tokens = counts[2]
+	}
+	if tokens <= 0 {
+		return 0, false
+	}
+	for i := range p.skip {
+		m := &p.skip[i]
+		if v, ok := Lookup(span.Attributes(), m.Key); ok && m.Matches(v) {
+			return 0, false
+		}
+	}
+	return tokens, true
 }

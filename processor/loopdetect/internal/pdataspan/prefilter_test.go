@@ -114,37 +114,43 @@ func TestPrefilterNeverDropsAToolSpan(t *testing.T) {
 	}
 }
 
-// TestPrefilterNeverDropsAUsageSpan: MaybeUsage says no only where
-// ExtractUsage finds no token count.
-func TestPrefilterNeverDropsAUsageSpan(t *testing.T) {
+// TestPrefilterUsageIsExtractUsage: the one-pass count is the count
+// ExtractUsage reads key by key.
+func TestPrefilterUsageIsExtractUsage(t *testing.T) {
 	keys := extract.DefaultKeys()
 	x := extract.New(keys, nil)
 	p := NewPrefilter(keys)
 	cases := []struct {
 		name  string
-		attrs map[string]int64
+		attrs map[string]any
 		usage bool
 	}{
-		{"semconv input and output", map[string]int64{"gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 20}, true},
-		{"older names", map[string]int64{"gen_ai.usage.prompt_tokens": 7}, true},
-		{"openinference total", map[string]int64{"llm.token_count.total": 30}, true},
-		{"vercel", map[string]int64{"ai.usage.completionTokens": 3}, true},
-		{"no usage", map[string]int64{"http.status_code": 200, "gen_ai.request.max_tokens": 512}, false},
+		{"semconv input and output", map[string]any{"gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 20}, true},
+		{"older names", map[string]any{"gen_ai.usage.prompt_tokens": 7}, true},
+		{"the first listed key wins", map[string]any{"gen_ai.usage.prompt_tokens": 7, "gen_ai.usage.input_tokens": 11}, true},
+		{"total only when neither part", map[string]any{"llm.token_count.total": 30, "llm.token_count.prompt": 4}, true},
+		{"openinference total", map[string]any{"llm.token_count.total": 30}, true},
+		{"vercel", map[string]any{"ai.usage.completionTokens": 3}, true},
+		{"numbers as strings", map[string]any{"gen_ai.usage.input_tokens": "12"}, true},
+		{"negative is no count", map[string]any{"gen_ai.usage.input_tokens": -5}, false},
+		{"a span summing its children", map[string]any{"gen_ai.usage.input_tokens": 100, "gen_ai.operation.name": "invoke_agent"}, false},
+		{"no usage", map[string]any{"http.status_code": 200, "gen_ai.request.max_tokens": 512}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			span := ptrace.NewSpan()
 			span.SetName("chat")
-			for k, v := range tc.attrs {
-				span.Attributes().PutInt(k, v)
+			if err := span.Attributes().FromRaw(tc.attrs); err != nil {
+				t.Fatal(err)
 			}
 			var sc extract.Scratch
-			_, extracted := extract.ExtractUsage(x, Span{S: span}, &sc)
+			u, extracted := extract.ExtractUsage(x, Span{S: span}, &sc)
 			if extracted != tc.usage {
 				t.Fatalf("ExtractUsage = %v, want %v", extracted, tc.usage)
 			}
-			if got := p.MaybeUsage(span); got != tc.usage {
-				t.Fatalf("MaybeUsage = %v, want %v", got, tc.usage)
+			got, ok := p.Usage(span)
+			if ok != extracted || (ok && got != u.Tokens) {
+				t.Fatalf("Usage = %d, %v; ExtractUsage = %d, %v", got, ok, u.Tokens, extracted)
 			}
 		})
 	}
