@@ -46,7 +46,7 @@ type detector struct {
 	lastTick atomic.Int64
 	// reported mirrors engine stats already turned into metrics.
 	reportMu sync.Mutex
-	reported struct{ sessions, evicted, expired, dups, ooo int64 }
+	reported struct{ sessions, evicted, expired, dups, ooo, leases int64 }
 
 	pendingMu sync.Mutex
 	pending   []engine.Transition
@@ -337,6 +337,9 @@ func (d *detector) reportStats(ctx context.Context) {
 	}
 	if v := delta(s.OutOfOrder.Load(), &r.ooo); v != 0 {
 		d.telemetry.LoopdetectDegraded.Add(ctx, v, metric.WithAttributes(attribute.String("kind", "out_of_order")))
+	}
+	if v := delta(s.LeasesRejected.Load(), &r.leases); v != 0 {
+		d.telemetry.LoopdetectDegraded.Add(ctx, v, metric.WithAttributes(attribute.String("kind", "lease_rejected")))
 	}
 }
 

@@ -266,3 +266,17 @@ func TestKillSurvivesAFailedForward(t *testing.T) {
 	require.NoError(t, d.tick(ctx, base.Add(6*time.Second)))
 	require.Len(t, events(t, sink.AllTraces()), 2, "nothing is re-emitted twice")
 }
+
+// TestRejectedLeaseIsCountedAsDegraded: a wait lease the engine does not
+// honour (here an owner without a deadline) is reported, so an operator can
+// see agents whose waits are ignored.
+func TestRejectedLeaseIsCountedAsDegraded(t *testing.T) {
+	tt := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
+	d, _ := newTestDetector(t, tt, func(c *Config) { c.EventTime = true })
+	td := toolTraces(3, 1, base, "wait_for_review", `{"pr": 7}`, `{"state": "open"}`, map[string]any{"loopdetect.wait.owner": "reviewer"})
+	require.NoError(t, d.ConsumeTraces(context.Background(), td))
+	metadatatest.AssertEqualLoopdetectDegraded(t, tt, []metricdata.DataPoint[int64]{
+		{Value: 1, Attributes: attribute.NewSet(attribute.String("kind", "lease_rejected"))},
+	}, metricdatatest.IgnoreTimestamp())
+}

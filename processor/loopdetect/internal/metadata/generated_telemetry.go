@@ -68,7 +68,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	var err, errs error
 	builder.LoopdetectDegraded, err = builder.meter.Int64Counter(
 		"otelcol_loopdetect_degraded",
-		metric.WithDescription("Tool calls read with degraded evidence or dropped (attribute kind = malformed | oversized | bad_evidence | duplicate | out_of_order | no_session | foreign_verdict). [Development]"),
+		metric.WithDescription("Tool calls read with degraded evidence or dropped (attribute kind = malformed | oversized | bad_evidence | duplicate | out_of_order | no_session | foreign_verdict | lease_rejected). [Development]"),
 		metric.WithUnit("{call}"),
 	)
 	errs = errors.Join(errs, err)

@@ -24,7 +24,7 @@ func NewSettings(tt *componenttest.Telemetry) processor.Settings {
 func AssertEqualLoopdetectDegraded(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_loopdetect_degraded",
-		Description: "Tool calls read with degraded evidence or dropped (attribute kind = malformed | oversized | bad_evidence | duplicate | out_of_order | no_session | foreign_verdict). [Development]",
+		Description: "Tool calls read with degraded evidence or dropped (attribute kind = malformed | oversized | bad_evidence | duplicate | out_of_order | no_session | foreign_verdict | lease_rejected). [Development]",
 		Unit:        "{call}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
