@@ -13,7 +13,8 @@ BIN := $(CURDIR)/bin
 DIST_DIR := cmd/otelcol-loop
 OTELCOL := $(BIN)/otelcol-loop
 # Tier-1 gateway (docs/scaling.md): its own ocb manifest and nested module,
-# stock components pinned wholly to v0.161.0 (BUILD-NOTES.md).
+# stock components pinned wholly to v0.161.0: the contrib load-balancing
+# exporter is not served at v0.165 (docs/scaling.md).
 GATEWAY_BUILDER_VERSION := v0.161.0
 GATEWAY_BUILDER := $(TOOLS)/builder-$(GATEWAY_BUILDER_VERSION)/builder
 GATEWAY_DIR := cmd/otelcol-loop-gateway
@@ -108,7 +109,7 @@ gateway:
 test-scaleout: build-distribution gateway
 	OTELCOL_LOOP_BIN=$(OTELCOL) OTELCOL_LOOP_GATEWAY_BIN=$(GATEWAY) $(GO) test -count=1 -v ./internal/scaleout/
 
-# Benchmarks (issue 8): raw output in .bench/, all of it in bench.txt, the
+# Benchmarks (BENCHMARKS.md): raw output in .bench/, all of it in bench.txt, the
 # benchstat tables on stdout and BENCHMARKS.md written from them (machine,
 # commit, date, targets met or not, ratios). Throughput runs use -cpu 1 so
 # CPU time is one core's. About 4-5 minutes on 2 cores. BENCH_E2E=1 also

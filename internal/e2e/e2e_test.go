@@ -70,7 +70,7 @@ type resultLine struct {
 }
 
 // TestSeed000LoopIsKilled: the whole story. The simulated agent falls into
-// the seed-000 bash loop; the collector judges it stuck at call 18 (the same
+// the 1,972-call bash loop; the collector judges it stuck at call 18 (the same
 // call returned the same result twice in a row) and decides the kill at call
 // 21 (same call x5 of the last 10); alert_sink delivers one signed kill; the
 // supervisor verifies it, stops the agent's process group and writes the

@@ -23,7 +23,7 @@ import (
 	"github.com/otelcol-loop/otelcol-loop/internal/loopevent"
 )
 
-var screenshot = flag.String("screenshot", "", "write a screenshot of the seed-000 replay page to this PNG file")
+var screenshot = flag.String("screenshot", "", "write a screenshot of the 1,972-call incident's replay page to this PNG file")
 
 const (
 	seed000     = "../../testdata/scenarios/s000-bash-loop"
@@ -236,7 +236,7 @@ func testSeed000Page(t *testing.T, ctx context.Context) {
 	total := eval[int](t, ctx, `document.querySelectorAll("#rows .c").length`)
 	require.Equal(t, int(sum.Read.ToolCalls-sum.Read.Skipped["repeated_delivery"]), total)
 
-	// The kill cell of the seed-000 golden: its row and its position.
+	// The kill cell of the 1,972-call incident's golden: its row and its position.
 	at := eval[struct {
 		Session string `json:"session"`
 		Call    int    `json:"call"`

@@ -26,8 +26,8 @@ type Config struct {
 	// NameOnlyThreshold lets name-only signatures reach stuck when that many
 	// identical ones are in the history (0: never; they stay uncertain).
 	NameOnlyThreshold int
-	// TerminalReread enables the seed-004 rule: re-reading a terminal result.
-	// (The other seed-004 rule, an identical result twice in a row, is the
+	// TerminalReread enables the async-task rule: re-reading a terminal result.
+	// (The other async-task rule, an identical result twice in a row, is the
 	// period-1 case of the periodic rule, reported as unchanged_result.)
 	TerminalReread bool
 	// LongCycleMinCalls: a run of at least this many calls, each repeating
