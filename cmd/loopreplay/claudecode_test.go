@@ -315,20 +315,10 @@ func collectorTransitions(t *testing.T, cfgPath, input string) []replay.Line {
 		}
 	}
 	for _, ld := range logs.AllLogs() {
-		rls := ld.ResourceLogs()
-		for i := 0; i < rls.Len(); i++ {
-			sls := rls.At(i).ScopeLogs()
-			for j := 0; j < sls.Len(); j++ {
-				lrs := sls.At(j).LogRecords()
-				for k := 0; k < lrs.Len(); k++ {
-					if lrs.At(k).EventName() != loopevent.EventName {
-						continue
-					}
-					e, err := loopevent.FromAttributes(lrs.At(k).Attributes())
-					require.NoError(t, err)
-					lines = append(lines, replay.LineOf(&e))
-				}
-			}
+		evs, err := loopevent.FromLogs(ld)
+		require.NoError(t, err)
+		for i := range evs {
+			lines = append(lines, replay.LineOf(&evs[i]))
 		}
 	}
 	sortLines(lines)

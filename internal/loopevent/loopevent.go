@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
@@ -335,4 +336,33 @@ func FromTraces(td ptrace.Traces) ([]Event, error) {
 	var out []Event
 	err := Visit(td, func(e Event, _ ptrace.Span) { out = append(out, e) })
 	return out, err
+}
+
+// FromLogs returns the transition events in ld (log records named
+// EventName), in record order. Records that do not decode are skipped and
+// returned, joined, as the error.
+func FromLogs(ld plog.Logs) ([]Event, error) {
+	var (
+		out  []Event
+		errs []error
+	)
+	rls := ld.ResourceLogs()
+	for i := 0; i < rls.Len(); i++ {
+		sls := rls.At(i).ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			lrs := sls.At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				if lrs.At(k).EventName() != EventName {
+					continue
+				}
+				e, err := FromAttributes(lrs.At(k).Attributes())
+				if err != nil {
+					errs = append(errs, fmt.Errorf("log record: %w", err))
+					continue
+				}
+				out = append(out, e)
+			}
+		}
+	}
+	return out, errors.Join(errs...)
 }

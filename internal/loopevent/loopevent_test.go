@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/webhookbody"
@@ -69,4 +70,21 @@ func TestNudgeNamesWhatIsRepeated(t *testing.T) {
 	}
 	e := Event{Reason: "frequent_identical", CycleTools: []string{"ls"}, Repetitions: 7}
 	assert.Equal(t, Nudge("frequent_identical", []string{"ls"}, 7), e.Nudge())
+}
+
+func TestFromLogsFindsTransitionRecordsOnly(t *testing.T) {
+	want := Event{ID: "ld_1_1", Sequence: 1, Session: "s", From: "working", To: "stuck", Reason: "frequent_identical", DecidedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	ld := plog.NewLogs()
+	lrs := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+	lrs.AppendEmpty().SetEventName("claude_code.tool_result")
+	lr := lrs.AppendEmpty()
+	lr.SetEventName(EventName)
+	want.CopyTo(lr.Attributes())
+	broken := lrs.AppendEmpty()
+	broken.SetEventName(EventName)
+	broken.Attributes().PutStr(AttrDecidedAt, "not a time")
+
+	got, err := FromLogs(ld)
+	require.Error(t, err, "an undecodable record is reported")
+	require.Equal(t, []Event{want}, got)
 }

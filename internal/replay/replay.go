@@ -205,26 +205,11 @@ func (c *collector) ConsumeTraces(_ context.Context, td ptrace.Traces) error {
 }
 
 func (c *collector) ConsumeLogs(_ context.Context, ld plog.Logs) error {
-	rls := ld.ResourceLogs()
-	for i := 0; i < rls.Len(); i++ {
-		sls := rls.At(i).ScopeLogs()
-		for j := 0; j < sls.Len(); j++ {
-			lrs := sls.At(j).LogRecords()
-			for k := 0; k < lrs.Len(); k++ {
-				if lrs.At(k).EventName() != loopevent.EventName {
-					continue
-				}
-				e, err := loopevent.FromAttributes(lrs.At(k).Attributes())
-				if err != nil {
-					if c.err == nil {
-						c.err = fmt.Errorf("log record: %w", err)
-					}
-					continue
-				}
-				c.res.Events = append(c.res.Events, e)
-			}
-		}
+	evs, err := loopevent.FromLogs(ld)
+	if err != nil && c.err == nil {
+		c.err = err
 	}
+	c.res.Events = append(c.res.Events, evs...)
 	c.res.OutputLogs = append(c.res.OutputLogs, ld)
 	return nil
 }

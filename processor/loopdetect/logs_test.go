@@ -52,21 +52,9 @@ func transitions(t *testing.T, lds []plog.Logs) []loopevent.Event {
 	t.Helper()
 	var out []loopevent.Event
 	for _, ld := range lds {
-		rls := ld.ResourceLogs()
-		for i := 0; i < rls.Len(); i++ {
-			sls := rls.At(i).ScopeLogs()
-			for j := 0; j < sls.Len(); j++ {
-				lrs := sls.At(j).LogRecords()
-				for k := 0; k < lrs.Len(); k++ {
-					if lrs.At(k).EventName() != loopevent.EventName {
-						continue
-					}
-					e, err := loopevent.FromAttributes(lrs.At(k).Attributes())
-					require.NoError(t, err)
-					out = append(out, e)
-				}
-			}
-		}
+		evs, err := loopevent.FromLogs(ld)
+		require.NoError(t, err)
+		out = append(out, evs...)
 	}
 	return out
 }
