@@ -14,9 +14,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -498,4 +500,90 @@ func validateGateway(bin, file string) (string, error) {
 	cmd := exec.Command(bin, "validate", "--config=file:"+file)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// rebalance is what stopping one tier-2 instance mid-run did.
+type rebalance struct {
+	// victim is the stopped instance; moved are the loops it had detected.
+	victim int
+	moved  []string
+	// again finds, in a snapshot, each session's detection on another
+	// instance after the stop (not an escalation of an earlier one).
+	again     func(snapshot) map[string]hook
+	stoppedAt time.Time
+}
+
+// stopBusiestAndRedetect stops, by PID, the instance that detected the most
+// loops (first: each session's first detection), gives the gateway the
+// remaining backends (SIGHUP), and waits until every moved loop is
+// detected again, with its kill delivered, on a remaining instance.
+func stopBusiestAndRedetect(t *testing.T, began time.Time, gw *gateway, ins []*tier2, rcv *receiver, first map[string]hook) rebalance {
+	t.Helper()
+	perInstance := map[int][]string{}
+	for sess, h := range first {
+		perInstance[h.instance] = append(perInstance[h.instance], sess)
+	}
+	victim := 0
+	for i := range len(ins) {
+		if len(perInstance[i]) > len(perInstance[victim]) {
+			victim = i
+		}
+	}
+	moved := perInstance[victim]
+	sort.Strings(moved)
+	t.Logf("phase 1 after %s: loops per instance #0 %d, #1 %d, #2 %d; stopping #%d",
+		time.Since(began).Round(time.Millisecond), len(perInstance[0]), len(perInstance[1]), len(perInstance[2]), victim)
+
+	ins[victim].Stop(t, 10*time.Second)
+	var rest []*tier2
+	for _, in := range ins {
+		if in.idx != victim {
+			rest = append(rest, in)
+		}
+	}
+	gw.setBackends(t, rest)
+	if err := gw.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	r := rebalance{victim: victim, moved: moved, stoppedAt: time.Now()}
+	r.again = func(s snapshot) map[string]hook {
+		m := map[string]hook{}
+		for sess, hs := range s.stuck() {
+			for _, h := range hs {
+				if h.instance != victim && h.instance != first[sess].instance && h.body.Transition.From != "stuck" {
+					m[sess] = h
+				}
+			}
+		}
+		return m
+	}
+	ok := testproc.Eventually(30*time.Second, func() bool {
+		s := rcv.snapshot()
+		second, kills := r.again(s), s.killsBySession()
+		for _, sess := range moved {
+			h, found := second[sess]
+			if !found {
+				return false
+			}
+			delivered := false
+			for _, k := range kills[sess] {
+				delivered = delivered || k.instance == h.instance
+			}
+			if !delivered {
+				return false
+			}
+		}
+		return true
+	})
+	if !ok {
+		second := r.again(rcv.snapshot())
+		var missing []string
+		for _, sess := range moved {
+			if _, found := second[sess]; !found {
+				missing = append(missing, sess)
+			}
+		}
+		t.Fatalf("%d of %d moved loops not detected again (with kill) within 30 s: %v\ngateway log:\n%s", len(missing), len(moved), missing, testproc.Tail(gw.LogText(), 3000))
+	}
+	return r
 }

@@ -5,9 +5,7 @@ package scaleout
 import (
 	"fmt"
 	"path/filepath"
-	"sort"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -71,76 +69,8 @@ func TestRebalance(t *testing.T) {
 	if !ok {
 		t.Fatalf("not every loop detected before the rebalance; load log:\n%s", testproc.Tail(load.LogText(), 2000))
 	}
-	perInstance := map[int][]string{}
-	for sess, h := range first {
-		perInstance[h.instance] = append(perInstance[h.instance], sess)
-	}
-	victim := 0
-	for i := range 3 {
-		if len(perInstance[i]) > len(perInstance[victim]) {
-			victim = i
-		}
-	}
-	moved := perInstance[victim]
-	sort.Strings(moved)
-	t.Logf("phase 1 after %s: loops per instance #0 %d, #1 %d, #2 %d; stopping #%d",
-		time.Since(began).Round(time.Millisecond), len(perInstance[0]), len(perInstance[1]), len(perInstance[2]), victim)
-
-	// Phase 2: stop the victim by PID; the gateway learns the new backend list.
-	ins[victim].Stop(t, 10*time.Second)
-	var rest []*tier2
-	for _, in := range ins {
-		if in.idx != victim {
-			rest = append(rest, in)
-		}
-	}
-	gw.setBackends(t, rest)
-	if err := gw.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-	stoppedAt := time.Now()
-
-	// Phase 3: each moved loop is detected again on a remaining instance.
-	again := func(s snapshot) map[string]hook {
-		m := map[string]hook{}
-		for sess, hs := range s.stuck() {
-			for _, h := range hs {
-				if h.instance != victim && h.instance != first[sess].instance && h.body.Transition.From != "stuck" {
-					m[sess] = h
-				}
-			}
-		}
-		return m
-	}
-	ok = testproc.Eventually(30*time.Second, func() bool {
-		s := rcv.snapshot()
-		second, kills := again(s), s.killsBySession()
-		for _, sess := range moved {
-			h, found := second[sess]
-			if !found {
-				return false
-			}
-			delivered := false
-			for _, k := range kills[sess] {
-				delivered = delivered || (k.instance == h.instance)
-			}
-			if !delivered {
-				return false
-			}
-		}
-		return true
-	})
-	if !ok {
-		s := rcv.snapshot()
-		second := again(s)
-		var missing []string
-		for _, sess := range moved {
-			if _, found := second[sess]; !found {
-				missing = append(missing, sess)
-			}
-		}
-		t.Fatalf("%d of %d moved loops not detected again (with kill) within 30 s: %v\ngateway log:\n%s", len(missing), len(moved), missing, testproc.Tail(gw.LogText(), 3000))
-	}
+	r := stopBusiestAndRedetect(t, began, gw, ins, rcv, first)
+	victim, moved, again, stoppedAt := r.victim, r.moved, r.again, r.stoppedAt
 	redetected := time.Since(stoppedAt)
 	load.Stop(t, 10*time.Second)
 	settle(rcv, time.Second, 10*time.Second)
