@@ -520,13 +520,8 @@ func toEvent(t *engine.Transition) loopevent.Event {
 		DecidedAt:          t.DecidedAt,
 		Client:             t.Client,
 		Agent:              t.Agent,
-		Target: loopevent.Target{
-			ServiceName:       t.Target.ServiceName,
-			ServiceInstanceID: t.Target.ServiceInstanceID,
-			PID:               t.Target.PID,
-			HostName:          t.Target.HostName,
-		},
-		TokensTotal: t.TokensTotal,
-		TokensLoop:  t.TokensLoop,
+		Target:             t.Target,
+		TokensTotal:        t.TokensTotal,
+		TokensLoop:         t.TokensLoop,
 	}
 }

@@ -280,9 +280,11 @@ func Extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall) (bool, 
 		f := x.norm.Failure(c.ErrorClass, errText)
 		c.Fingerprint, c.FingerprintSource, c.UnknownTool = f.Digest, engine.FingerprintError, f.UnknownTool
 	} else if resultOK {
-		r := x.norm.Result(c.Tool, result)
+		var r engine.ResultFingerprint
 		if resultCut {
 			r = x.norm.OversizedResult(result)
+		} else {
+			r = x.norm.Result(c.Tool, result)
 		}
 		c.Fingerprint, c.FingerprintSource, c.Terminal = r.Digest, engine.FingerprintResult, r.Terminal
 		// Results are often plain text ("[main 1a2b] commit"): only
