@@ -587,3 +587,44 @@ func stopBusiestAndRedetect(t *testing.T, began time.Time, gw *gateway, ins []*t
 	}
 	return r
 }
+
+// compareMovedKills checks, for every moved loop, that it was detected
+// again within the frequent_identical window (10 calls) of what its new
+// instance saw, and that both instances' kills arrived; it counts how many
+// second kills repeated the first's webhook-id (a supervisor's replay cache
+// drops those) and gives a sample for the log.
+func compareMovedKills(t *testing.T, s snapshot, r rebalance, first map[string]hook) (moved map[string]bool, sameID, newID int, sample string) {
+	t.Helper()
+	stuck, kills, second := s.stuck(), s.killsBySession(), r.again(s)
+	moved = map[string]bool{}
+	for _, sess := range r.moved {
+		moved[sess] = true
+		h := second[sess]
+		if h.body.Transition.CallIndex > 10 {
+			t.Errorf("moved loop %s: detected again only at call %d on #%d", sess, h.body.Transition.CallIndex, h.instance)
+		}
+		var firstKill, secondKill string
+		for _, k := range kills[sess] {
+			switch k.instance {
+			case first[sess].instance:
+				firstKill = k.webhookID
+			case h.instance:
+				secondKill = k.webhookID
+			}
+		}
+		if firstKill == "" || secondKill == "" {
+			t.Errorf("moved loop %s: kills first %q second %q", sess, firstKill, secondKill)
+			continue
+		}
+		if firstKill == secondKill {
+			sameID++
+		} else {
+			newID++
+		}
+		if sample == "" {
+			sample = fmt.Sprintf("%s: kill %s from #%d, kill %s from #%d; stuck transitions %s", sess,
+				firstKill, first[sess].instance, secondKill, h.instance, describe(stuck[sess]))
+		}
+	}
+	return moved, sameID, newID, sample
+}

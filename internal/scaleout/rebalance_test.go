@@ -70,7 +70,7 @@ func TestRebalance(t *testing.T) {
 		t.Fatalf("not every loop detected before the rebalance; load log:\n%s", testproc.Tail(load.LogText(), 2000))
 	}
 	r := stopBusiestAndRedetect(t, began, gw, ins, rcv, first)
-	victim, moved, again, stoppedAt := r.victim, r.moved, r.again, r.stoppedAt
+	victim, moved, stoppedAt := r.victim, r.moved, r.stoppedAt
 	redetected := time.Since(stoppedAt)
 	load.Stop(t, 10*time.Second)
 	settle(rcv, time.Second, 10*time.Second)
@@ -83,41 +83,7 @@ func TestRebalance(t *testing.T) {
 	}
 
 	stuck, kills := s.stuck(), s.killsBySession()
-	second := again(s)
-	movedSet := map[string]bool{}
-	sameID, newID := 0, 0
-	var sample string
-	for _, sess := range moved {
-		movedSet[sess] = true
-		h := second[sess]
-		// "Within one window": the new instance reached stuck within the
-		// frequent_identical window (10 calls) of what it saw of the session.
-		if h.body.Transition.CallIndex > 10 {
-			t.Errorf("moved loop %s: detected again only at call %d on #%d", sess, h.body.Transition.CallIndex, h.instance)
-		}
-		var firstKill, secondKill string
-		for _, k := range kills[sess] {
-			switch k.instance {
-			case first[sess].instance:
-				firstKill = k.webhookID
-			case h.instance:
-				secondKill = k.webhookID
-			}
-		}
-		if firstKill == "" || secondKill == "" {
-			t.Errorf("moved loop %s: kills first %q second %q", sess, firstKill, secondKill)
-			continue
-		}
-		if firstKill == secondKill {
-			sameID++
-		} else {
-			newID++
-		}
-		if sample == "" {
-			sample = fmt.Sprintf("%s: kill %s from #%d, kill %s from #%d; stuck transitions %s", sess,
-				firstKill, first[sess].instance, secondKill, h.instance, describe(stuck[sess]))
-		}
-	}
+	movedSet, sameID, newID, sample := compareMovedKills(t, s, r, first)
 	for sess := range f.loops {
 		if movedSet[sess] {
 			continue
