@@ -122,7 +122,7 @@ BENCH_TIME ?= 0.3s
 # time-based -benchtime would count into its first b.N=1 probe.
 BENCH_BATCHES ?= 2000x
 BENCH_DIR := .bench
-BENCH_PART4 := internal/benchdata/part4
+BENCH_CHANGES := internal/benchdata/changes
 bench: $(BENCHSTAT)
 	@mkdir -p $(BENCH_DIR)
 	set -o pipefail; ( $(GO) test -run '^$$' -bench '^BenchmarkProcessor$$' -benchmem -cpu 1 -count $(BENCH_COUNT) -benchtime $(BENCH_BATCHES) ./processor/loopdetect/ && \
@@ -134,8 +134,7 @@ bench: $(BENCHSTAT)
 	$(if $(BENCH_E2E),$(MAKE) build-distribution binaries && $(GO) run ./internal/benchdata/e2e -otelcol $(OTELCOL) -agent $(BIN)/loopagent -out $(BENCH_DIR)/e2e.txt)
 	cat $(BENCH_DIR)/processor.txt $(BENCH_DIR)/engine.txt $(BENCH_DIR)/growth.txt $(BENCH_DIR)/memory.txt > bench.txt
 	$(BENCHSTAT) bench.txt
-	$(GO) run ./internal/benchdata/report -benchstat $(BENCHSTAT) -dir $(BENCH_DIR) -out BENCHMARKS.md \
-		$(if $(wildcard $(BENCH_PART4)/before.txt),-before $(BENCH_PART4)/before.txt -after $(BENCH_PART4)/after.txt)
+	$(GO) run ./internal/benchdata/report -benchstat $(BENCHSTAT) -dir $(BENCH_DIR) -out BENCHMARKS.md -changes $(BENCH_CHANGES)
 	@echo "wrote BENCHMARKS.md"
 
 fuzz:

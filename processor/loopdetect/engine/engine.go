@@ -116,12 +116,11 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 	if len(key) > maxKept {
 		key = "sha:" + strconv.FormatUint(xxhash.Sum64String(key), 16) // bounded map keys
 	}
-	kh := xxhash.Sum64String(key)
 	sh := &e.shards[e.shardOf(key)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	nowNs := now.UnixNano()
-	s := sh.get(e, key, kh)
+	s := sh.get(e, key)
 	s.lastSeen = nowNs
 	if s.firstSeen == 0 {
 		s.firstSeen = nowNs
@@ -248,7 +247,7 @@ func (e *Engine) shardOf(key string) uint64 {
 	return maphash.String(e.shardSeed, key) % numShards
 }
 
-func (sh *shard) get(e *Engine, key string, kh uint64) *session {
+func (sh *shard) get(e *Engine, key string) *session {
 	if s, ok := sh.sessions[key]; ok {
 		sh.moveToFront(s)
 		return s
@@ -256,7 +255,8 @@ func (sh *shard) get(e *Engine, key string, kh uint64) *session {
 	if e.stats.Sessions.Load() >= int64(e.cfg.MaxSessions) {
 		e.evictOne(sh)
 	}
-	s := &session{key: strings.Clone(key), keyHash: kh}
+	// keyHash names the session's events only: hashed once, on creation.
+	s := &session{key: strings.Clone(key), keyHash: xxhash.Sum64String(key)}
 	sh.sessions[s.key] = s
 	sh.pushFront(s)
 	e.stats.Sessions.Add(1)
