@@ -127,7 +127,7 @@ bench: $(BENCHSTAT)
 	@mkdir -p $(BENCH_DIR)
 	set -o pipefail; ( $(GO) test -run '^$$' -bench '^BenchmarkProcessor$$' -benchmem -cpu 1 -count $(BENCH_COUNT) -benchtime $(BENCH_BATCHES) ./processor/loopdetect/ && \
 		$(GO) test -run '^$$' -bench '^BenchmarkSpan$$' -benchmem -cpu 1 -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) ./processor/loopdetect/ ) | tee $(BENCH_DIR)/processor.txt
-	set -o pipefail; $(GO) test -run '^$$' -bench '^Benchmark(Observe|Canonical)$$' -benchmem -cpu 1 -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) ./processor/loopdetect/engine/ | tee $(BENCH_DIR)/engine.txt
+	set -o pipefail; $(GO) test -run '^$$' -bench '^Benchmark(Observe|Canonical|CanonicalBytes)$$' -benchmem -cpu 1 -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) ./processor/loopdetect/engine/ | tee $(BENCH_DIR)/engine.txt
 	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkGrowth$$' -benchmem -cpu 1 -count 3 -benchtime $(BENCH_TIME) ./processor/loopdetect/engine/ | tee $(BENCH_DIR)/growth.txt
 	set -o pipefail; ( $(GO) test -run '^$$' -bench '^BenchmarkSessionBytes$$' -benchtime 1x -count 3 ./processor/loopdetect/engine/ && \
 		$(GO) test -run '^$$' -bench '^BenchmarkLoopTrace1M$$' -benchtime 1x -count 1 ./processor/loopdetect/ ) | tee $(BENCH_DIR)/memory.txt
