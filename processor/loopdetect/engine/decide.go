@@ -152,19 +152,22 @@ func (w *window) cycle(period int) string {
 }
 
 // decide returns the verdict of the first rule in verdictOrder that applies.
-func (e *Engine) decide(w *window) verdict {
+func (e *Engine) decide(w *window) *verdict {
 	// The rules write into the window's scratch verdict: a local one would
-	// escape through their interface calls.
+	// escape through their interface calls. It is returned by pointer, as
+	// recovery, hysteresis and the kill policy read it: each copy of its
+	// hundred-odd bytes showed in the profile of a tool call.
 	v := &w.scratch
 	*v = verdict{}
 	for _, r := range verdictOrder {
 		if r.evaluate(w, v) {
 			v.by = r
-			return *v
+			return v
 		}
 	}
 	// Not reached: workingRule always applies.
-	return verdict{by: workingRule{}, state: StateWorking, reason: ReasonNoLoop, loopStart: -1, window: len(w.h)}
+	*v = verdict{by: workingRule{}, state: StateWorking, reason: ReasonNoLoop, loopStart: -1, window: len(w.h)}
+	return v
 }
 
 func cycleKey(h []record, period int) uint64 {

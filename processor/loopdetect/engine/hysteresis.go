@@ -5,7 +5,7 @@ package engine
 // show the same cycle (cycleKey) first. It never delays a deterministic
 // failure (a terminal re-read, a non-retryable error, the backstop, a spent
 // retry budget), and resets when the session shows anything but stuck.
-func (e *Engine) holdForHysteresis(s *session, v verdict) bool {
+func (e *Engine) holdForHysteresis(s *session, v *verdict) bool {
 	if v.state == StateStuck && s.state != StateStuck && e.cfg.Hysteresis > 1 && !v.reason.deterministic() {
 		x := s.extras()
 		if x.hystKey == v.cycleKey && x.hystCount > 0 {

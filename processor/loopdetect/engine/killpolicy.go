@@ -7,7 +7,7 @@ package engine
 // burned Kill.MaxLoopTokens tokens.
 // The A-B-A-B loop of the 1,972-call incident's alternating variant is
 // stuck at its 4th call and killed at its 5th this way.
-func (e *Engine) decideKill(s *session, v verdict, loop *loopState, kept bool) bool {
+func (e *Engine) decideKill(s *session, v *verdict, loop *loopState, kept bool) bool {
 	kp := &e.cfg.Kill
 	if loop == nil || kept || !kp.Enabled || loop.killed || (v.lowConf && !kp.AllowLowConfidence) {
 		return false

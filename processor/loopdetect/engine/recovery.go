@@ -5,15 +5,19 @@ package engine
 // loop with another call has not left it. A verdict kept this way never
 // decides a kill: an agent that has left its loop must not be killed for
 // it later.
-func keepStuck(s *session, v verdict, trig Trigger) (verdict, bool) {
+//
+// keepStuck replaces *v with the kept stuck verdict and reports true when
+// the session stays stuck.
+func keepStuck(s *session, v *verdict, trig Trigger) bool {
 	if s.state != StateStuck || v.state == StateStuck {
-		return v, false
+		return false
 	}
 	n := len(s.hist)
 	if trig == TriggerTick || n == 0 || !s.hist[n-1].hasFP() || s.x.loop.hasFP(s.hist[n-1].fp) {
-		return verdict{by: s.x.loop.rule, state: StateStuck, reason: s.reason, period: s.x.loop.period, loopStart: -1, window: n}, true
+		*v = verdict{by: s.x.loop.rule, state: StateStuck, reason: s.reason, period: s.x.loop.period, loopStart: -1, window: n}
+		return true
 	}
-	return v, false
+	return false
 }
 
 // loopState remembers the stuck loop being reported, so it is killed once
@@ -41,7 +45,7 @@ func (l *loopState) hasFP(fp Digest) bool {
 
 // startLoop records the loop a new stuck verdict found: where it started
 // and which fingerprints it had, so recovery can tell a new one.
-func (s *session) startLoop(v verdict, n int) {
+func (s *session) startLoop(v *verdict, n int) {
 	l := &s.extras().loop
 	*l = loopState{rule: v.by, period: v.period}
 	if v.loopStart >= 0 && v.loopStart < n {

@@ -16,7 +16,7 @@ func (e *Engine) evaluate(sh *shard, s *session, now int64, trig Trigger, span [
 	*w = e.newWindow(sh, s, now)
 	v := e.decide(w)
 	n := len(s.hist)
-	v, kept := keepStuck(s, v, trig)
+	kept := keepStuck(s, v, trig)
 	if e.holdForHysteresis(s, v) {
 		return out
 	}
@@ -76,7 +76,7 @@ func (e *Engine) evaluate(sh *shard, s *session, now int64, trig Trigger, span [
 			}
 		}
 	}
-	e.describeEvidence(sh, s, v, &t)
+	e.describeEvidence(sh, s, *v, &t)
 	if loop != nil {
 		t.FirstLoopSpanID = loop.firstSpan
 		t.DelayCalls = t.CallIndex - loop.startIndex + 1
@@ -91,7 +91,7 @@ func (e *Engine) evaluate(sh *shard, s *session, now int64, trig Trigger, span [
 			t.Period = loop.period
 		}
 	}
-	t.Explanation = explain(w, v, from, trig)
+	t.Explanation = explain(w, *v, from, trig)
 	s.fillTokens(loop, &t)
 	return append(out, t)
 }
