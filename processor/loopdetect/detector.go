@@ -39,7 +39,10 @@ type detector struct {
 	eng        *engine.Engine
 	x          *extract.Extractor
 	pre        *pdataspan.Prefilter // skips non-tool spans in one pass over their attributes
-	telemetry  *metadata.TelemetryBuilder
+	// traceSessions: no session keys are configured, the session is the
+	// trace id (usage.go skips the model spans of untracked traces).
+	traceSessions bool
+	telemetry     *metadata.TelemetryBuilder
 
 	// eventNow is the event clock (unix ns) in event_time mode.
 	eventNow atomic.Int64
@@ -78,6 +81,7 @@ func newDetector(set processor.Settings, cfg *Config, next consumer.Traces) (*de
 		telemetry: tb,
 	}
 	d.pre = pdataspan.NewPrefilter(d.x.Keys())
+	d.traceSessions = len(d.x.Keys().Session) == 0
 	d.pool.New = func() any { return new(batchState) }
 	return d, nil
 }
@@ -90,6 +94,8 @@ type batchState struct {
 	// batch collects the batch's transitions, to re-emit them should
 	// forwarding fail (the engine has already counted them).
 	batch []engine.Transition
+	// trace: usage.go.
+	trace traceMemo
 }
 
 func (d *detector) Capabilities() consumer.Capabilities {
@@ -158,6 +164,8 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 		// so no pdata outlives forwarding.
 		st.call = engine.ToolCall{}
 		st.batch = st.batch[:0]
+		st.trace = traceMemo{}
+		st.sc.ForgetResource()
 		d.pool.Put(st)
 	}()
 	var n batchCounts
@@ -165,6 +173,7 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
 		res := rs.Resource().Attributes()
+		st.sc.ShareResource()
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			ss := sss.At(j).Spans()
@@ -191,8 +200,11 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 						return false
 					})
 				}
-				if !d.pre.MaybeTool(span) {
-					d.usage(ctx, st, span, res)
+				maybeTool, noUsage := d.pre.Screen(span)
+				if !maybeTool {
+					if !noUsage {
+						d.usage(ctx, st, span, res)
+					}
 					continue
 				}
 				ok, out := extract.Extract(d.x, pdataspan.Span{S: span, Res: res}, &st.sc, &st.call)
@@ -246,6 +258,7 @@ func noSessionKey(c *engine.ToolCall) bool {
 // in st.trans (recorded, and kept in st.batch for re-emission).
 func (d *detector) observe(ctx context.Context, st *batchState, out extract.Outcome, n *batchCounts) {
 	n.calls++
+	st.trace.observed() // the call may create its session
 	n.malformed += b2i(out.Malformed)
 	n.oversized += b2i(out.Oversized)
 	n.badEvidence += b2i(out.BadEvidence)

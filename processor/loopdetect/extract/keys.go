@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Match tests one span attribute: Key equals Value (case-insensitively)
@@ -17,12 +18,42 @@ type Match struct {
 }
 
 func (m *Match) matchValue(v Value) bool {
+	if v.Kind == KindString {
+		return m.MatchesString(v.Str)
+	}
 	switch {
 	case m.Value != "":
-		return v.Kind == KindString && strings.EqualFold(v.Str, m.Value) ||
-			v.Kind != KindString && strings.EqualFold(v.Text(), m.Value)
+		return strings.EqualFold(v.Text(), m.Value)
 	case m.Prefix != "":
-		return v.Kind == KindString && strings.HasPrefix(v.Str, m.Prefix)
+		return false
+	}
+	return true
+}
+
+// EqualFold is strings.EqualFold, deciding at once the common case of
+// different ASCII first bytes (an operation name against "execute_tool").
+func EqualFold(s, t string) bool {
+	if len(s) > 0 && len(t) > 0 && s[0] < utf8.RuneSelf && t[0] < utf8.RuneSelf && lowerASCII(s[0]) != lowerASCII(t[0]) {
+		return false
+	}
+	return strings.EqualFold(s, t)
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// MatchesString is Matches for a string value, which the caller need not
+// wrap in a Value.
+func (m *Match) MatchesString(s string) bool {
+	switch {
+	case m.Value != "":
+		return EqualFold(s, m.Value)
+	case m.Prefix != "":
+		return strings.HasPrefix(s, m.Prefix)
 	}
 	return true
 }
@@ -240,7 +271,7 @@ func (k *Keys) declaresTool(key string, v Value) bool {
 		return false
 	}
 	for _, m := range k.ToolCall {
-		if m.Key == key && strings.EqualFold(v.Str, m.Value) {
+		if m.Key == key && EqualFold(v.Str, m.Value) {
 			return true
 		}
 	}
