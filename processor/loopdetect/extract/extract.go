@@ -197,13 +197,19 @@ func declaredTool[S Span](x *Extractor, s S) (declared, ok bool) {
 // clientHint is Classify's ClientHints step (keep the two alike) over a's
 // slots: Extract reads the hints from its one pass over the attributes.
 func clientHint[S Span](x *Extractor, a *attrs[S], client string) string {
-	if a.sink != nil && a.sink.seen&x.slots.hintMask == 0 {
-		return client // none of the hints' keys is present
+	present := ^uint64(0) // without the one pass: ask every hint's key
+	if a.sink != nil {
+		// With it every slot fits maxSlots, and the hints whose keys the
+		// span lacks are passed over at once.
+		present = a.sink.seen & x.slots.hintMask
 	}
 	for i := range x.keys.ClientHints {
-		h := &x.keys.ClientHints[i]
-		if v, found := a.get(x.slots.hints[i]); found && h.matchValue(v) {
-			return h.Client
+		sl := x.slots.hints[i]
+		if sl < maxSlots && present&(1<<uint(sl)) == 0 {
+			continue
+		}
+		if v, found := a.get(sl); found && x.keys.ClientHints[i].matchValue(v) {
+			return x.keys.ClientHints[i].Client
 		}
 	}
 	return client
