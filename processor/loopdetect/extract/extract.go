@@ -103,6 +103,22 @@ func New(keys Keys, norm *engine.Normalizer) *Extractor {
 	return x
 }
 
+// skipTool reports whether tool is one of SkipToolNames. The list is
+// usually a name or two: compared in turn, most tool names differ at once
+// in length, cheaper than hashing them.
+func (x *Extractor) skipTool(tool string) bool {
+	if len(x.keys.SkipToolNames) > 8 {
+		_, skip := x.skip[tool]
+		return skip
+	}
+	for _, n := range x.keys.SkipToolNames {
+		if n == tool {
+			return true
+		}
+	}
+	return false
+}
+
 // Keys returns the key lists the extractor uses.
 func (x *Extractor) Keys() Keys { return x.keys }
 
@@ -236,7 +252,7 @@ func Extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall) (bool, 
 	a := newAttrs(x, s, sc)
 	*c = engine.ToolCall{Client: clientHint(x, &a, client)}
 	c.Tool = toolName(x, &a)
-	if _, skip := x.skip[c.Tool]; skip || skipped(x, &a) {
+	if x.skipTool(c.Tool) || skipped(x, &a) {
 		return false, out
 	}
 	c.TraceID, c.SpanID, c.ParentSpanID = s.TraceID(), s.SpanID(), s.ParentSpanID()

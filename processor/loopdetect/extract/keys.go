@@ -33,17 +33,14 @@ func (m *Match) matchValue(v Value) bool {
 // EqualFold is strings.EqualFold, deciding at once the common case of
 // different ASCII first bytes (an operation name against "execute_tool").
 func EqualFold(s, t string) bool {
-	if len(s) > 0 && len(t) > 0 && s[0] < utf8.RuneSelf && t[0] < utf8.RuneSelf && lowerASCII(s[0]) != lowerASCII(t[0]) {
-		return false
-	}
-	return strings.EqualFold(s, t)
+	return !FoldMismatch(s, t) && strings.EqualFold(s, t)
 }
 
-func lowerASCII(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
+// FoldMismatch reports a sure mismatch of strings.EqualFold(s, t) from
+// their first bytes: ASCII folds only A-Z to a-z, which differ in bit 0x20
+// alone. It is small enough to inline, so a hot loop can skip the call.
+func FoldMismatch(s, t string) bool {
+	return len(s) > 0 && len(t) > 0 && s[0]|t[0] < utf8.RuneSelf && (s[0]^t[0])&^0x20 != 0
 }
 
 // MatchesString is Matches for a string value, which the caller need not

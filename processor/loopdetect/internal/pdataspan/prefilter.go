@@ -139,7 +139,7 @@ func (p *Prefilter) Screen(span ptrace.Span) (maybeTool, noUsage bool) {
 			}
 			str := v.Str()
 			for _, tool := range p.opTools {
-				if str == tool || extract.EqualFold(str, tool) {
+				if str == tool || !extract.FoldMismatch(str, tool) && strings.EqualFold(str, tool) {
 					return true, false
 				}
 			}
