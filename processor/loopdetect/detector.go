@@ -169,6 +169,7 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 		d.pool.Put(st)
 	}()
 	var n batchCounts
+	eventTime := d.cfg.EventTime
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -181,7 +182,7 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 			for k := 0; k < ss.Len(); k++ {
 				span := ss.At(k)
 				n.items++
-				if d.cfg.EventTime {
+				if eventTime {
 					advance(&d.eventNow, int64(span.EndTimestamp()))
 				}
 				// Verdicts are this processor's to make: alert_sink turns

@@ -1,6 +1,7 @@
 package pdataspan
 
 import (
+	"math"
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -33,9 +34,32 @@ type Prefilter struct {
 	// opTools are the tool_call values of the declared operation's key
 	// (the first tool_call key); opSkip are the usage_skip matches on that
 	// key, which Screen reads anyway.
-	opTools []string
-	opSkip  []extract.Match
+	opTools []opMatch
+	opSkip  []opMatch
+	// opKey is the declared operation's key, when declares.
+	opKey    string
+	declares bool
 }
+
+// opMatch is a match on the declared operation with the byte lengths a
+// value it takes can have: most operations differ in length, and are told
+// apart without reading their text.
+type opMatch struct {
+	m      extract.Match
+	lo, hi int
+}
+
+func newOpMatch(m extract.Match) opMatch {
+	if m.Value != "" {
+		if lo, hi, ok := extract.FoldLengths(m.Value); ok {
+			return opMatch{m: m, lo: lo, hi: hi}
+		}
+	}
+	return opMatch{m: m, hi: math.MaxInt}
+}
+
+// fits reports whether a value of n bytes may match.
+func (o *opMatch) fits(n int) bool { return o.lo <= n && n <= o.hi }
 
 // skipKey is one usage_skip key with its matches; bit marks its first
 // occurrence in a span, the one Lookup finds.
@@ -77,14 +101,19 @@ func NewPrefilter(k extract.Keys) *Prefilter {
 	}
 	if len(p.keys) > 0 {
 		op := p.keys[0].Key
+		p.opKey, p.declares = op, true
 		for _, m := range p.keys {
 			if m.Key == op {
-				p.opTools = append(p.opTools, m.Value)
+				o := newOpMatch(m)
+				if m.Value == "" {
+					o.lo, o.hi = 0, 0 // EqualFold(str, "") takes "" alone
+				}
+				p.opTools = append(p.opTools, o)
 			}
 		}
 		for _, m := range k.UsageSkip {
 			if m.Key == op {
-				p.opSkip = append(p.opSkip, m)
+				p.opSkip = append(p.opSkip, newOpMatch(m))
 			}
 		}
 	}
@@ -132,20 +161,21 @@ func (p *Prefilter) MaybeTool(span ptrace.Span) bool {
 // spans declare their operation, and this costs no further look-up.
 func (p *Prefilter) Screen(span ptrace.Span) (maybeTool, noUsage bool) {
 	// The declared operation decides alone, as in extract.Classify.
-	if len(p.keys) > 0 {
-		if v, ok := span.Attributes().Get(p.keys[0].Key); ok {
+	if p.declares {
+		if v, ok := span.Attributes().Get(p.opKey); ok {
 			if v.Type() != pcommon.ValueTypeStr {
 				return true, false // rendered as text by Value: leave it to Classify
 			}
 			str := v.Str()
-			for _, tool := range p.opTools {
-				if str == tool || !extract.FoldMismatch(str, tool) && strings.EqualFold(str, tool) {
+			for i := range p.opTools {
+				o := &p.opTools[i]
+				if o.fits(len(str)) && (str == o.m.Value || !extract.FoldMismatch(str, o.m.Value) && strings.EqualFold(str, o.m.Value)) {
 					return true, false
 				}
 			}
 			// Usage looks the key up as Get does (the first occurrence).
 			for i := range p.opSkip {
-				if p.opSkip[i].MatchesString(str) {
+				if o := &p.opSkip[i]; o.fits(len(str)) && o.m.MatchesString(str) {
 					return false, true
 				}
 			}

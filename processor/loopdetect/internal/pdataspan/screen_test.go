@@ -21,6 +21,8 @@ func TestScreenSkipsUsageOnlyWhereUsageReportsNothing(t *testing.T) {
 	}{
 		{"agent span", map[string]any{"gen_ai.operation.name": "invoke_agent"}, true},
 		{"agent span, other case", map[string]any{"gen_ai.operation.name": "INVOKE_AGENT"}, true},
+		{"agent span with a Kelvin sign", map[string]any{"gen_ai.operation.name": "invo\u212ae_agent"}, true},
+		{"tool span, other case", map[string]any{"gen_ai.operation.name": "Execute_Tool"}, false},
 		{"chat span", map[string]any{"gen_ai.operation.name": "chat"}, false},
 		{"tool span", map[string]any{"gen_ai.operation.name": "execute_tool"}, false},
 		{"undeclared", map[string]any{}, false},
