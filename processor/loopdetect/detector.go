@@ -179,9 +179,9 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 		for j := 0; j < sss.Len(); j++ {
 			ss := sss.At(j).Spans()
 			foreignSpans := false
+			n.items += int64(ss.Len())
 			for k := 0; k < ss.Len(); k++ {
 				span := ss.At(k)
-				n.items++
 				if eventTime {
 					advance(&d.eventNow, int64(span.EndTimestamp()))
 				}
