@@ -96,6 +96,23 @@ type batchState struct {
 	batch []engine.Transition
 	// trace: usage.go.
 	trace traceMemo
+	// clock is the batch's processing time (batchNow), when clockOK.
+	clock   time.Time
+	clockOK bool
+}
+
+// batchNow is the time the engine decides st's batch at: the event clock in
+// event_time mode, else the wall clock read at the batch's first tool or
+// model call that needs it. One reading per batch, not per span: the clock
+// was a fiftieth of a tool span's cost, and a batch is handled at once.
+func (d *detector) batchNow(st *batchState) time.Time {
+	if d.cfg.EventTime {
+		return d.now()
+	}
+	if !st.clockOK {
+		st.clock, st.clockOK = time.Now(), true
+	}
+	return st.clock
 }
 
 func (d *detector) Capabilities() consumer.Capabilities {
@@ -165,6 +182,7 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 		st.call = engine.ToolCall{}
 		st.batch = st.batch[:0]
 		st.trace = traceMemo{}
+		st.clockOK = false
 		st.sc.ForgetResource()
 		d.pool.Put(st)
 	}()
@@ -266,7 +284,7 @@ func (d *detector) observe(ctx context.Context, st *batchState, out extract.Outc
 	if d.cfg.observer != nil {
 		d.observeWithHook(st)
 	} else {
-		st.trans = d.eng.Observe(&st.call, d.now(), st.trans[:0])
+		st.trans = d.eng.Observe(&st.call, d.batchNow(st), st.trans[:0])
 	}
 	for t := range st.trans {
 		d.record(ctx, &st.trans[t])

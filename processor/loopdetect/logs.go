@@ -144,6 +144,7 @@ func (d *detector) consumeLogs(ctx context.Context, ld plog.Logs, x *extract.Ext
 	defer func() {
 		st.call = engine.ToolCall{}
 		st.batch = st.batch[:0]
+		st.clockOK = false
 		st.sc.ForgetResource()
 		d.pool.Put(st)
 	}()

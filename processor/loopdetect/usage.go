@@ -29,7 +29,7 @@ func (d *detector) usage(ctx context.Context, st *batchState, span ptrace.Span, 
 	// of a model span's cost.
 	var now time.Time
 	if d.cfg.Kill.MaxLoopTokens > 0 {
-		now = d.now()
+		now = d.batchNow(st)
 	}
 	st.trans = d.eng.AddTokens(session, tokens, now, st.trans[:0])
 	for i := range st.trans {
