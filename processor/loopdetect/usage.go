@@ -59,9 +59,10 @@ func (d *detector) traceTracked(st *batchState, s pdataspan.Span) bool {
 }
 
 // traceMemo is whether the engine tracked the session of the trace of the
-// batch's last model span. Agents send a trace's spans together, and most
-// model spans belong to sessions without tool calls, whose tokens the
-// engine drops: those are skipped without reading their usage. An
+// batch's last model span. Agents send a trace's spans together, and the
+// engine drops the tokens of sessions without a tool call (chat-only
+// agents, or before an agent's first call): their model spans are skipped
+// without reading their usage. An
 // untracked answer holds until the batch observes a tool call (which may
 // create the session); a session another batch creates meanwhile counts
 // from that batch on, as if it had come after this one. A tracked answer
