@@ -39,7 +39,10 @@ type detector struct {
 	eng        *engine.Engine
 	x          *extract.Extractor
 	pre        *pdataspan.Prefilter // skips non-tool spans in one pass over their attributes
-	telemetry  *metadata.TelemetryBuilder
+	// traceSessions: no session keys are configured, the session is the
+	// trace id (usage.go skips the model spans of untracked traces).
+	traceSessions bool
+	telemetry     *metadata.TelemetryBuilder
 
 	// eventNow is the event clock (unix ns) in event_time mode.
 	eventNow atomic.Int64
@@ -78,6 +81,7 @@ func newDetector(set processor.Settings, cfg *Config, next consumer.Traces) (*de
 		telemetry: tb,
 	}
 	d.pre = pdataspan.NewPrefilter(d.x.Keys())
+	d.traceSessions = len(d.x.Keys().Session) == 0
 	d.pool.New = func() any { return new(batchState) }
 	return d, nil
 }
@@ -90,6 +94,25 @@ type batchState struct {
 	// batch collects the batch's transitions, to re-emit them should
 	// forwarding fail (the engine has already counted them).
 	batch []engine.Transition
+	// trace: usage.go.
+	trace traceMemo
+	// clock is the batch's processing time (batchNow), when clockOK.
+	clock   time.Time
+	clockOK bool
+}
+
+// batchNow is the time the engine decides st's batch at: the event clock in
+// event_time mode, else the wall clock read at the batch's first tool or
+// model call that needs it. One reading per batch, not per span: the clock
+// was a fiftieth of a tool span's cost, and a batch is handled at once.
+func (d *detector) batchNow(st *batchState) time.Time {
+	if d.cfg.EventTime {
+		return d.now()
+	}
+	if !st.clockOK {
+		st.clock, st.clockOK = time.Now(), true
+	}
+	return st.clock
 }
 
 func (d *detector) Capabilities() consumer.Capabilities {
@@ -158,21 +181,26 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 		// so no pdata outlives forwarding.
 		st.call = engine.ToolCall{}
 		st.batch = st.batch[:0]
+		st.trace = traceMemo{}
+		st.clockOK = false
+		st.sc.ForgetResource()
 		d.pool.Put(st)
 	}()
 	var n batchCounts
+	eventTime := d.cfg.EventTime
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
 		res := rs.Resource().Attributes()
+		st.sc.ShareResource()
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			ss := sss.At(j).Spans()
 			foreignSpans := false
+			n.items += int64(ss.Len())
 			for k := 0; k < ss.Len(); k++ {
 				span := ss.At(k)
-				n.items++
-				if d.cfg.EventTime {
+				if eventTime {
 					advance(&d.eventNow, int64(span.EndTimestamp()))
 				}
 				// Verdicts are this processor's to make: alert_sink turns
@@ -191,8 +219,11 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 						return false
 					})
 				}
-				if !d.pre.MaybeTool(span) {
-					d.usage(ctx, st, span, res)
+				maybeTool, noUsage := d.pre.Screen(span)
+				if !maybeTool {
+					if !noUsage {
+						d.usage(ctx, st, span, res)
+					}
 					continue
 				}
 				ok, out := extract.Extract(d.x, pdataspan.Span{S: span, Res: res}, &st.sc, &st.call)
@@ -246,13 +277,14 @@ func noSessionKey(c *engine.ToolCall) bool {
 // in st.trans (recorded, and kept in st.batch for re-emission).
 func (d *detector) observe(ctx context.Context, st *batchState, out extract.Outcome, n *batchCounts) {
 	n.calls++
+	st.trace.observed() // the call may create its session
 	n.malformed += b2i(out.Malformed)
 	n.oversized += b2i(out.Oversized)
 	n.badEvidence += b2i(out.BadEvidence)
 	if d.cfg.observer != nil {
 		d.observeWithHook(st)
 	} else {
-		st.trans = d.eng.Observe(&st.call, d.now(), st.trans[:0])
+		st.trans = d.eng.Observe(&st.call, d.batchNow(st), st.trans[:0])
 	}
 	for t := range st.trans {
 		d.record(ctx, &st.trans[t])

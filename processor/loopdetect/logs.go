@@ -144,6 +144,8 @@ func (d *detector) consumeLogs(ctx context.Context, ld plog.Logs, x *extract.Ext
 	defer func() {
 		st.call = engine.ToolCall{}
 		st.batch = st.batch[:0]
+		st.clockOK = false
+		st.sc.ForgetResource()
 		d.pool.Put(st)
 	}()
 	var n batchCounts
@@ -153,6 +155,7 @@ func (d *detector) consumeLogs(ctx context.Context, ld plog.Logs, x *extract.Ext
 	for i := 0; i < rls.Len(); i++ {
 		rl := rls.At(i)
 		res := rl.Resource().Attributes()
+		st.sc.ShareResource()
 		sls := rl.ScopeLogs()
 		for j := 0; j < sls.Len(); j++ {
 			lrs := sls.At(j).LogRecords()

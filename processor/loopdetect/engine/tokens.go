@@ -30,10 +30,7 @@ func (e *Engine) AddTokens(session string, tokens int64, now time.Time, out []Tr
 	if tokens <= 0 {
 		return out
 	}
-	key := session
-	if len(key) > maxKept {
-		key = "sha:" + strconv.FormatUint(xxhash.Sum64String(key), 16)
-	}
+	key := tokenKey(session)
 	sh := &e.shards[e.shardOf(key)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -54,6 +51,27 @@ func (e *Engine) AddTokens(session string, tokens int64, now time.Time, out []Tr
 		out = e.evaluate(sh, s, now.UnixNano(), TriggerTick, [8]byte{}, out)
 	}
 	return out
+}
+
+// Tracks reports whether session is tracked, so that AddTokens would count
+// its tokens now. Only a tool call (Observe) starts tracking a session: a
+// caller that finds session untracked may skip reading the usage of its
+// model calls until it observes a tool call.
+func (e *Engine) Tracks(session string) bool {
+	key := tokenKey(session)
+	sh := &e.shards[e.shardOf(key)]
+	sh.mu.Lock()
+	_, ok := sh.sessions[key]
+	sh.mu.Unlock()
+	return ok
+}
+
+// tokenKey is the map key of session, bounded as Observe bounds it.
+func tokenKey(session string) string {
+	if len(session) > maxKept {
+		return "sha:" + strconv.FormatUint(xxhash.Sum64String(session), 16)
+	}
+	return session
 }
 
 // markTokens notes the token count at the newest call.

@@ -285,16 +285,11 @@ func (a *attrs[S]) first(slots []int32) (Value, string, bool) {
 	return Value{}, "", false
 }
 
-// firstOrResource is firstSpanOrResource over slots.
-func (a *attrs[S]) firstOrResource(slots []int32) (Value, string, bool) {
+// firstOrResource is firstSpanOrResource over slots; memo, when not nil,
+// keeps the resource's answer for the spans that share it.
+func (a *attrs[S]) firstOrResource(slots []int32, memo *resourceFirst) (Value, string, bool) {
 	if v, k, ok := a.first(slots); ok {
 		return v, k, true
 	}
-	for _, sl := range slots {
-		k := a.t.keys[sl]
-		if v, ok := a.s.ResourceAttr(k); ok {
-			return v, k, true
-		}
-	}
-	return Value{}, "", false
+	return resourceFirstOf(a.s, a.t.keys, slots, memo)
 }

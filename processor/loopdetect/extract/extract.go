@@ -103,6 +103,22 @@ func New(keys Keys, norm *engine.Normalizer) *Extractor {
 	return x
 }
 
+// skipTool reports whether tool is one of SkipToolNames. The list is
+// usually a name or two: compared in turn, most tool names differ at once
+// in length, cheaper than hashing them.
+func (x *Extractor) skipTool(tool string) bool {
+	if len(x.keys.SkipToolNames) > 8 {
+		_, skip := x.skip[tool]
+		return skip
+	}
+	for _, n := range x.keys.SkipToolNames {
+		if n == tool {
+			return true
+		}
+	}
+	return false
+}
+
 // Keys returns the key lists the extractor uses.
 func (x *Extractor) Keys() Keys { return x.keys }
 
@@ -120,7 +136,26 @@ type Outcome struct {
 // Session strings in the ToolCall may point into it.
 type Scratch struct {
 	traceHex [32]byte
-	attrs    AttrSink
+	// hexOf is the trace id traceHex spells, when hexOK: the spans of one
+	// trace mostly come together.
+	hexOf [16]byte
+	hexOK bool
+	attrs AttrSink
+	res   resourceMemo
+}
+
+// traceSession is the session key of trace id tid, its hex text; it points
+// into sc.
+func (sc *Scratch) traceSession(tid [16]byte) string {
+	if !sc.hexOK || sc.hexOf != tid {
+		const hexdigits = "0123456789abcdef"
+		for i, b := range tid {
+			sc.traceHex[2*i] = hexdigits[b>>4]
+			sc.traceHex[2*i+1] = hexdigits[b&0xf]
+		}
+		sc.hexOf, sc.hexOK = tid, true
+	}
+	return unsafe.String(&sc.traceHex[0], len(sc.traceHex))
 }
 
 // Classify reports whether s is a tool call and which client shape matched:
@@ -151,7 +186,7 @@ func classify[S Span](x *Extractor, s S) (string, bool) {
 		}
 	}
 	for _, m := range x.keys.ToolCall {
-		if v, ok := s.Attr(m.Key); ok && v.Kind == KindString && strings.EqualFold(v.Str, m.Value) {
+		if v, ok := s.Attr(m.Key); ok && v.Kind == KindString && EqualFold(v.Str, m.Value) {
 			return m.Client, true
 		}
 	}
@@ -178,13 +213,19 @@ func declaredTool[S Span](x *Extractor, s S) (declared, ok bool) {
 // clientHint is Classify's ClientHints step (keep the two alike) over a's
 // slots: Extract reads the hints from its one pass over the attributes.
 func clientHint[S Span](x *Extractor, a *attrs[S], client string) string {
-	if a.sink != nil && a.sink.seen&x.slots.hintMask == 0 {
-		return client // none of the hints' keys is present
+	present := ^uint64(0) // without the one pass: ask every hint's key
+	if a.sink != nil {
+		// With it every slot fits maxSlots, and the hints whose keys the
+		// span lacks are passed over at once.
+		present = a.sink.seen & x.slots.hintMask
 	}
 	for i := range x.keys.ClientHints {
-		h := &x.keys.ClientHints[i]
-		if v, found := a.get(x.slots.hints[i]); found && h.matchValue(v) {
-			return h.Client
+		sl := x.slots.hints[i]
+		if sl < maxSlots && present&(1<<uint(sl)) == 0 {
+			continue
+		}
+		if v, found := a.get(sl); found && x.keys.ClientHints[i].matchValue(v) {
+			return x.keys.ClientHints[i].Client
 		}
 	}
 	return client
@@ -211,40 +252,22 @@ func Extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall) (bool, 
 	a := newAttrs(x, s, sc)
 	*c = engine.ToolCall{Client: clientHint(x, &a, client)}
 	c.Tool = toolName(x, &a)
-	if _, skip := x.skip[c.Tool]; skip || skipped(x, &a) {
+	if x.skipTool(c.Tool) || skipped(x, &a) {
 		return false, out
 	}
 	c.TraceID, c.SpanID, c.ParentSpanID = s.TraceID(), s.SpanID(), s.ParentSpanID()
 	c.Start, c.End = s.Start(), s.End()
 
-	if v, k, ok := a.firstOrResource(x.slots.session); ok && v.Text() != "" {
+	res := sc.resource(x)
+	if v, k, ok := a.firstOrResource(x.slots.session, res.sessionMemo()); ok && v.Text() != "" {
 		c.Session, c.SessionSource = v.Text(), k
 	} else {
-		tid := c.TraceID
-		const hexdigits = "0123456789abcdef"
-		for i, b := range tid {
-			sc.traceHex[2*i] = hexdigits[b>>4]
-			sc.traceHex[2*i+1] = hexdigits[b&0xf]
-		}
-		c.Session, c.SessionSource = unsafe.String(&sc.traceHex[0], len(sc.traceHex)), "trace_id"
+		c.Session, c.SessionSource = sc.traceSession(c.TraceID), "trace_id"
 	}
-	if v, _, ok := a.firstOrResource(x.slots.agent); ok {
+	if v, _, ok := a.firstOrResource(x.slots.agent, res.agentMemo()); ok {
 		c.Agent = v.Text()
 	}
-	if v, ok := s.ResourceAttr("service.name"); ok {
-		c.Target.ServiceName = v.Text()
-	}
-	if v, ok := s.ResourceAttr("service.instance.id"); ok {
-		c.Target.ServiceInstanceID = v.Text()
-	}
-	if v, ok := s.ResourceAttr("host.name"); ok {
-		c.Target.HostName = v.Text()
-	}
-	if v, ok := s.ResourceAttr("process.pid"); ok {
-		if f, ok := v.Number(); ok {
-			c.Target.PID = int64(f)
-		}
-	}
+	c.Target = target(s, res)
 	if v, _, ok := a.first(x.slots.callID); ok {
 		if id := v.Text(); !x.ignoredCallID(id) {
 			c.CallID = id
@@ -397,20 +420,30 @@ func containsBy(s, needle string, a int) bool {
 	return false
 }
 
+// The keys of the wrappers unwrapArgs and unwrapResult take off: a wrapper
+// has no other keys (onlyKeys), so its first key is one of these.
+var (
+	argsWrapperKeys   = []string{"input_str", "tags", "metadata", "inputs", "kwargs"}
+	resultWrapperKeys = []string{"output", "kwargs"}
+)
+
 // unwrapArgs returns the real arguments inside OpenLLMetry's LangChain tool
 // input ({"input_str","tags","metadata","inputs","kwargs"}): the engine's
 // normalizer unwraps that wrapper only without "kwargs", and its tags
 // ("seq:step:N") change on every LangGraph step.
 func unwrapArgs(args string) string {
+	if !firstKeyIn(args, argsWrapperKeys) {
+		return args // no wrapper: most arguments, told at their first key
+	}
 	if !containsBy(args, `"input_str"`, 3) && !containsBy(args, `"inputs"`, 3) {
 		return args
 	}
-	if onlyKeys(args, "inputs", "input_str", "tags", "metadata", "inputs", "kwargs") {
+	if onlyKeys(args, "inputs", argsWrapperKeys...) {
 		if in, ok := member(args, "inputs"); ok && !isNullOrEmpty(in) {
 			return in
 		}
 	}
-	if onlyKeys(args, "input_str", "input_str", "tags", "metadata", "inputs", "kwargs") {
+	if onlyKeys(args, "input_str", argsWrapperKeys...) {
 		if in, ok := member(args, "input_str"); ok {
 			return in
 		}
@@ -422,10 +455,13 @@ func unwrapArgs(args string) string {
 // output ({"output": …, "kwargs": …}); a serialized ToolMessage inside it is
 // then unwrapped by the normalizer.
 func unwrapResult(result string) string {
+	if !firstKeyIn(result, resultWrapperKeys) {
+		return result
+	}
 	if !containsBy(result, `"output"`, 4) {
 		return result
 	}
-	if onlyKeys(result, "output", "output", "kwargs") {
+	if onlyKeys(result, "output", resultWrapperKeys...) {
 		if out, ok := member(result, "output"); ok {
 			return out
 		}

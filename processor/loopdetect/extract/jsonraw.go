@@ -232,6 +232,30 @@ func onlyKeys(doc, must string, allowed ...string) bool {
 	return ok && has
 }
 
+// firstKeyIn reports whether doc is an object whose first key is one of
+// keys, read as onlyKeys reads it: a necessary condition of onlyKeys(doc,
+// must, keys...) decided without reading the rest of doc.
+func firstKeyIn(doc string, keys []string) bool {
+	i := skipWS(doc, 0)
+	if i >= len(doc) || doc[i] != '{' {
+		return false
+	}
+	i = skipWS(doc, i+1)
+	if i >= len(doc) || doc[i] != '"' {
+		return false
+	}
+	key, _, ok := rawKey(doc, i)
+	if !ok {
+		return false
+	}
+	for _, k := range keys {
+		if key == k {
+			return true
+		}
+	}
+	return false
+}
+
 // isNullOrEmpty reports a raw JSON null, "" or an empty object/array.
 func isNullOrEmpty(raw string) bool {
 	switch strings.TrimSpace(raw) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Match tests one span attribute: Key equals Value (case-insensitively)
@@ -17,12 +18,59 @@ type Match struct {
 }
 
 func (m *Match) matchValue(v Value) bool {
+	if v.Kind == KindString {
+		return m.MatchesString(v.Str)
+	}
 	switch {
 	case m.Value != "":
-		return v.Kind == KindString && strings.EqualFold(v.Str, m.Value) ||
-			v.Kind != KindString && strings.EqualFold(v.Text(), m.Value)
+		return strings.EqualFold(v.Text(), m.Value)
 	case m.Prefix != "":
-		return v.Kind == KindString && strings.HasPrefix(v.Str, m.Prefix)
+		return false
+	}
+	return true
+}
+
+// EqualFold is strings.EqualFold, deciding at once the common case of
+// different ASCII first bytes (an operation name against "execute_tool").
+func EqualFold(s, t string) bool {
+	return !FoldMismatch(s, t) && strings.EqualFold(s, t)
+}
+
+// FoldMismatch reports a sure mismatch of strings.EqualFold(s, t) from
+// their first bytes: ASCII folds only A-Z to a-z, which differ in bit 0x20
+// alone. It is small enough to inline, so a hot loop can skip the call.
+func FoldMismatch(s, t string) bool {
+	return len(s) > 0 && len(t) > 0 && s[0]|t[0] < utf8.RuneSelf && (s[0]^t[0])&^0x20 != 0
+}
+
+// FoldLengths returns the byte lengths lo..hi of the strings s with
+// strings.EqualFold(s, t), when t is ASCII (ok), so that most strings are
+// told apart by length without reading them. ASCII letters fold only to
+// ASCII letters, but for k and s, which also fold to the Kelvin sign (3
+// bytes) and the long s (2 bytes).
+func FoldLengths(t string) (lo, hi int, ok bool) {
+	hi = len(t)
+	for i := 0; i < len(t); i++ {
+		switch c := t[i]; {
+		case c >= utf8.RuneSelf:
+			return 0, 0, false
+		case c == 'k' || c == 'K':
+			hi += 2
+		case c == 's' || c == 'S':
+			hi++
+		}
+	}
+	return len(t), hi, true
+}
+
+// MatchesString is Matches for a string value, which the caller need not
+// wrap in a Value.
+func (m *Match) MatchesString(s string) bool {
+	switch {
+	case m.Value != "":
+		return EqualFold(s, m.Value)
+	case m.Prefix != "":
+		return strings.HasPrefix(s, m.Prefix)
 	}
 	return true
 }
@@ -240,7 +288,7 @@ func (k *Keys) declaresTool(key string, v Value) bool {
 		return false
 	}
 	for _, m := range k.ToolCall {
-		if m.Key == key && strings.EqualFold(v.Str, m.Value) {
+		if m.Key == key && EqualFold(v.Str, m.Value) {
 			return true
 		}
 	}

@@ -1,9 +1,6 @@
 package extract
 
-import (
-	"math"
-	"unsafe"
-)
+import "math"
 
 // Usage is the model token usage one LLM span reports.
 type Usage struct {
@@ -63,17 +60,11 @@ func UsageSession[S Span](x *Extractor, s S, sc *Scratch) string {
 	// keys; by default the session is the trace id.
 	if len(x.slots.session) > 0 {
 		a := newAttrs(x, s, sc)
-		if v, _, ok := a.firstOrResource(x.slots.session); ok && v.Text() != "" {
+		if v, _, ok := a.firstOrResource(x.slots.session, sc.resource(x).sessionMemo()); ok && v.Text() != "" {
 			return v.Text()
 		}
 	}
-	tid := s.TraceID()
-	const hexdigits = "0123456789abcdef"
-	for i, b := range tid {
-		sc.traceHex[2*i] = hexdigits[b>>4]
-		sc.traceHex[2*i+1] = hexdigits[b&0xf]
-	}
-	return unsafe.String(&sc.traceHex[0], len(sc.traceHex))
+	return sc.traceSession(s.TraceID())
 }
 
 // TokenCount is v as a token count of one span: a non-negative number,

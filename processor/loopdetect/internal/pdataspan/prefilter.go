@@ -1,6 +1,7 @@
 package pdataspan
 
 import (
+	"math"
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -24,7 +25,48 @@ type Prefilter struct {
 	long bool // a key of 64 bytes or more
 	// usage holds the token usage keys by byte length, for Usage.
 	usage [64][]usageKey
-	skip  []extract.Match
+	// skipBy holds the usage_skip keys by byte length, so Usage reads them
+	// in its one pass; skip is the list itself, looked up key by key when a
+	// key does not fit skipBy (skipLookup).
+	skipBy     [64][]skipKey
+	skip       []extract.Match
+	skipLookup bool
+	// opTools are the tool_call values of the declared operation's key
+	// (the first tool_call key); opSkip are the usage_skip matches on that
+	// key, which Screen reads anyway.
+	opTools []opMatch
+	opSkip  []opMatch
+	// opKey is the declared operation's key, when declares.
+	opKey    string
+	declares bool
+}
+
+// opMatch is a match on the declared operation with the byte lengths a
+// value it takes can have: most operations differ in length, and are told
+// apart without reading their text.
+type opMatch struct {
+	m      extract.Match
+	lo, hi int
+}
+
+func newOpMatch(m extract.Match) opMatch {
+	if m.Value != "" {
+		if lo, hi, ok := extract.FoldLengths(m.Value); ok {
+			return opMatch{m: m, lo: lo, hi: hi}
+		}
+	}
+	return opMatch{m: m, hi: math.MaxInt}
+}
+
+// fits reports whether a value of n bytes may match.
+func (o *opMatch) fits(n int) bool { return o.lo <= n && n <= o.hi }
+
+// skipKey is one usage_skip key with its matches; bit marks its first
+// occurrence in a span, the one Lookup finds.
+type skipKey struct {
+	key     string
+	matches []extract.Match
+	bit     uint64
 }
 
 // usageKey is one token usage key: which count it gives (input, output,
@@ -45,6 +87,7 @@ func NewPrefilter(k extract.Keys) *Prefilter {
 		}
 	}
 	p.skip = k.UsageSkip
+	p.compileSkip()
 	for _, m := range k.ToolCall {
 		if m.Key == "" {
 			continue // an empty key is never looked up
@@ -56,27 +99,94 @@ func NewPrefilter(k extract.Keys) *Prefilter {
 			p.long = true
 		}
 	}
+	if len(p.keys) > 0 {
+		op := p.keys[0].Key
+		p.opKey, p.declares = op, true
+		for _, m := range p.keys {
+			if m.Key == op {
+				o := newOpMatch(m)
+				if m.Value == "" {
+					o.lo, o.hi = 0, 0 // EqualFold(str, "") takes "" alone
+				}
+				p.opTools = append(p.opTools, o)
+			}
+		}
+		for _, m := range k.UsageSkip {
+			if m.Key == op {
+				p.opSkip = append(p.opSkip, newOpMatch(m))
+			}
+		}
+	}
 	return p
+}
+
+// compileSkip lays the usage_skip keys out by length, or leaves them to
+// look-ups should one not fit.
+func (p *Prefilter) compileSkip() {
+	var keys []string
+	matches := map[string][]extract.Match{}
+	for _, m := range p.skip {
+		if m.Key == "" {
+			continue // Lookup finds no empty key
+		}
+		if _, ok := matches[m.Key]; !ok {
+			keys = append(keys, m.Key)
+		}
+		matches[m.Key] = append(matches[m.Key], m)
+	}
+	if len(keys) > 64 {
+		p.skipLookup = true
+		return
+	}
+	for i, k := range keys {
+		if len(k) >= len(p.skipBy) {
+			p.skipLookup = true
+			p.skipBy = [64][]skipKey{}
+			return
+		}
+		p.skipBy[len(k)] = append(p.skipBy[len(k)], skipKey{key: k, matches: matches[k], bit: 1 << uint(i)})
+	}
 }
 
 // MaybeTool reports false only for a span extract.Classify does not take
 // for a tool call.
 func (p *Prefilter) MaybeTool(span ptrace.Span) bool {
+	maybe, _ := p.Screen(span)
+	return maybe
+}
+
+// Screen is MaybeTool that also reports noUsage, for a span that is no tool
+// call and whose declared operation is a usage_skip match: Usage would
+// report nothing for it, so it need not be called. Most model and agent
+// spans declare their operation, and this costs no further look-up.
+func (p *Prefilter) Screen(span ptrace.Span) (maybeTool, noUsage bool) {
 	// The declared operation decides alone, as in extract.Classify.
-	if len(p.keys) > 0 {
-		if v, ok := span.Attributes().Get(p.keys[0].Key); ok {
+	if p.declares {
+		if v, ok := span.Attributes().Get(p.opKey); ok {
 			if v.Type() != pcommon.ValueTypeStr {
-				return true // rendered as text by Value: leave it to Classify
+				return true, false // rendered as text by Value: leave it to Classify
 			}
 			str := v.Str()
-			for i := range p.keys {
-				if m := &p.keys[i]; m.Key == p.keys[0].Key && (str == m.Value || strings.EqualFold(str, m.Value)) {
-					return true
+			for i := range p.opTools {
+				o := &p.opTools[i]
+				if o.fits(len(str)) && (str == o.m.Value || !extract.FoldMismatch(str, o.m.Value) && strings.EqualFold(str, o.m.Value)) {
+					return true, false
 				}
 			}
-			return false
+			// Usage looks the key up as Get does (the first occurrence).
+			for i := range p.opSkip {
+				if o := &p.opSkip[i]; o.fits(len(str)) && o.m.MatchesString(str) {
+					return false, true
+				}
+			}
+			return false, false
 		}
 	}
+	return p.maybeToolUndeclared(span), false
+}
+
+// maybeToolUndeclared is MaybeTool for a span that declares no operation.
+func (p *Prefilter) maybeToolUndeclared(span ptrace.Span) bool {
 	name := span.Name()
 	for i := range p.names {
 		m := &p.names[i]
@@ -99,7 +209,7 @@ func (p *Prefilter) MaybeTool(span ptrace.Span) bool {
 			}
 			switch v.Type() {
 			case pcommon.ValueTypeStr:
-				if strings.EqualFold(v.Str(), m.Value) {
+				if extract.EqualFold(v.Str(), m.Value) {
 					return true
 				}
 			case pcommon.ValueTypeEmpty, pcommon.ValueTypeBytes:
@@ -121,6 +231,7 @@ func (p *Prefilter) Usage(span ptrace.Span) (int64, bool) {
 		counts [3]int64
 		ranks  = [3]int{-1, -1, -1}
 		found  bool
+		seen   uint64 // skip keys met
 	)
 	for k, v := range span.Attributes().All() {
 		if len(k) >= len(p.usage) {
@@ -135,6 +246,14 @@ func (p *Prefilter) Usage(span ptrace.Span) (int64, bool) {
 				counts[u.list], ranks[u.list], found = n, u.rank, true
 			}
 		}
+		for i := range p.skipBy[len(k)] {
+			if sk := &p.skipBy[len(k)][i]; k == sk.key && seen&sk.bit == 0 {
+				seen |= sk.bit
+				if sk.matchAny(v) {
+					return 0, false // a skipped span reports nothing, whatever its counts
+				}
+			}
+		}
 	}
 	if !found {
 		return 0, false
@@ -146,11 +265,23 @@ func (p *Prefilter) Usage(span ptrace.Span) (int64, bool) {
 	if tokens <= 0 {
 		return 0, false
 	}
-	for i := range p.skip {
-		m := &p.skip[i]
-		if v, ok := Lookup(span.Attributes(), m.Key); ok && m.Matches(v) {
-			return 0, false
+	if p.skipLookup {
+		for i := range p.skip {
+			m := &p.skip[i]
+			if v, ok := Lookup(span.Attributes(), m.Key); ok && m.Matches(v) {
+				return 0, false
+			}
 		}
 	}
 	return tokens, true
+}
+
+func (sk *skipKey) matchAny(v pcommon.Value) bool {
+	ev := Value(v)
+	for i := range sk.matches {
+		if sk.matches[i].Matches(ev) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,96 @@
+package pdataspan
+
+import (
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
+)
+
+// Screen's noUsage is exact: it is said only of a span Usage reports
+// nothing for, and its maybeTool is MaybeTool's answer.
+func TestScreenSkipsUsageOnlyWhereUsageReportsNothing(t *testing.T) {
+	keys := extract.DefaultKeys()
+	p := NewPrefilter(keys)
+	usage := map[string]any{"gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 20}
+	cases := []struct {
+		name    string
+		attrs   map[string]any
+		noUsage bool
+	}{
+		{"agent span", map[string]any{"gen_ai.operation.name": "invoke_agent"}, true},
+		{"agent span, other case", map[string]any{"gen_ai.operation.name": "INVOKE_AGENT"}, true},
+		{"agent span with a Kelvin sign", map[string]any{"gen_ai.operation.name": "invo\u212ae_agent"}, true},
+		{"tool span, other case", map[string]any{"gen_ai.operation.name": "Execute_Tool"}, false},
+		{"chat span", map[string]any{"gen_ai.operation.name": "chat"}, false},
+		{"tool span", map[string]any{"gen_ai.operation.name": "execute_tool"}, false},
+		{"undeclared", map[string]any{}, false},
+		{"declared as a number", map[string]any{"gen_ai.operation.name": 3}, false},
+		{"skipped by another key only", map[string]any{"gen_ai.operation.name": "chat", "openinference.span.kind": "AGENT"}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			span := ptrace.NewSpan()
+			span.SetName("x")
+			if err := span.Attributes().FromRaw(tc.attrs); err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range usage {
+				span.Attributes().PutInt(k, int64(v.(int)))
+			}
+			maybe, noUsage := p.Screen(span)
+			if maybe != p.MaybeTool(span) {
+				t.Errorf("Screen says maybeTool %v, MaybeTool %v", maybe, p.MaybeTool(span))
+			}
+			if noUsage != tc.noUsage {
+				t.Errorf("noUsage = %v, want %v", noUsage, tc.noUsage)
+			}
+			if _, counted := p.Usage(span); noUsage && counted {
+				t.Error("noUsage said of a span whose usage counts")
+			}
+		})
+	}
+}
+
+// Usage reads the usage_skip keys in its one pass as Lookup reads them:
+// configured keys of any length, several matches on one key.
+func TestUsageSkipInTheOnePassIsTheLookup(t *testing.T) {
+	long := "a.usage.skip.key.longer.than.sixty-four.bytes.to.take.the.lookup.path"
+	for _, tc := range []struct {
+		name  string
+		skip  []extract.Match
+		attrs map[string]any
+		want  bool
+	}{
+		{"value match", []extract.Match{{Key: "ai.operationId", Value: "ai.generateText"}}, map[string]any{"ai.operationId": "AI.GENERATETEXT"}, false},
+		{"second match on the key", []extract.Match{{Key: "k", Value: "a"}, {Key: "k", Value: "b"}}, map[string]any{"k": "b"}, false},
+		{"no match", []extract.Match{{Key: "k", Value: "a"}}, map[string]any{"k": "c"}, true},
+		{"prefix", []extract.Match{{Key: "k", Prefix: "sum"}}, map[string]any{"k": "summary"}, false},
+		{"presence", []extract.Match{{Key: "k"}}, map[string]any{"k": 1}, false},
+		{"number rendered as text", []extract.Match{{Key: "k", Value: "7"}}, map[string]any{"k": 7}, false},
+		{"empty key is never found", []extract.Match{{Key: ""}}, map[string]any{"": "x"}, true},
+		{"long key", []extract.Match{{Key: long, Value: "x"}}, map[string]any{long: "x"}, false},
+		{"long key, no match", []extract.Match{{Key: long, Value: "x"}}, map[string]any{long: "y"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			keys := extract.DefaultKeys()
+			keys.UsageSkip = tc.skip
+			x := extract.New(keys, nil)
+			p := NewPrefilter(keys)
+			span := ptrace.NewSpan()
+			if err := span.Attributes().FromRaw(tc.attrs); err != nil {
+				t.Fatal(err)
+			}
+			span.Attributes().PutInt("gen_ai.usage.input_tokens", 10)
+			var sc extract.Scratch
+			_, want := extract.ExtractUsage(x, Span{S: span}, &sc)
+			if want != tc.want {
+				t.Fatalf("ExtractUsage counts = %v, the case expects %v", want, tc.want)
+			}
+			if _, got := p.Usage(span); got != want {
+				t.Errorf("Usage counts = %v, ExtractUsage %v", got, want)
+			}
+		})
+	}
+}
