@@ -41,46 +41,62 @@ func decisions(evs []loopevent.Event) []decision {
 // The batch remembers which traces' sessions are untracked, to skip their
 // model spans: a tool call later in the same batch must end that, so the
 // model spans after it count exactly as they do in batches of their own.
+// Without a token kill a trace's tokens are summed in the batch and added
+// at once: the sums must come out the same, in the same order relative to
+// the tool calls.
 func TestModelSpansCountTheSameInOneBatchAsInSeparateBatches(t *testing.T) {
-	run := func(together bool) []decision {
-		d, sink := newTestDetector(t, nil, func(c *Config) {
-			c.Kill.Reasons = nil
-			c.Kill.AfterLoopCalls = 0
-			c.Kill.MaxLoopTokens = 5000
-		})
-		ctx := context.Background()
-		at := base
-		for i := uint64(1); i <= 6; i++ {
-			// Two sessions interleaved; model calls before and after each
-			// tool call, the first ones before the session exists.
-			batch := []ptrace.Traces{
-				llmTraces(7, 10*i, at, 900, 100),
-				llmTraces(8, 10*i, at, 20, 5),
-				llmTraces(7, 10*i+1, at.Add(time.Second), 300, 50),
-				toolTraces(7, i, at.Add(2*time.Second), "read_file", `{"path":"a"}`, "same", nil),
-				llmTraces(7, 10*i+2, at.Add(3*time.Second), 700, 80),
-				toolTraces(8, i, at.Add(3*time.Second), "grep", `{"q":"x"}`, "same", nil),
-				llmTraces(8, 10*i+2, at.Add(4*time.Second), 40, 10),
-			}
-			if together {
-				require.NoError(t, d.ConsumeTraces(ctx, merge(batch...)))
-			} else {
-				for _, td := range batch {
-					require.NoError(t, d.ConsumeTraces(ctx, td))
+	for _, tc := range []struct {
+		name          string
+		maxLoopTokens int64
+	}{
+		{"token kill: added span by span", 5000},
+		{"no token kill: summed per trace and batch", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := func(together bool) []decision {
+				d, sink := newTestDetector(t, nil, func(c *Config) {
+					c.Kill.Reasons = nil
+					c.Kill.AfterLoopCalls = 0
+					c.Kill.MaxLoopTokens = tc.maxLoopTokens
+				})
+				ctx := context.Background()
+				at := base
+				for i := uint64(1); i <= 6; i++ {
+					// Two sessions interleaved; model calls before and after each
+					// tool call, the first ones before the session exists.
+					batch := []ptrace.Traces{
+						llmTraces(7, 10*i, at, 900, 100),
+						llmTraces(8, 10*i, at, 20, 5),
+						llmTraces(7, 10*i+1, at.Add(time.Second), 300, 50),
+						toolTraces(7, i, at.Add(2*time.Second), "read_file", `{"path":"a"}`, "same", nil),
+						llmTraces(7, 10*i+2, at.Add(3*time.Second), 700, 80),
+						llmTraces(7, 10*i+3, at.Add(3*time.Second), 70, 8),
+						toolTraces(8, i, at.Add(3*time.Second), "grep", `{"q":"x"}`, "same", nil),
+						llmTraces(8, 10*i+2, at.Add(4*time.Second), 40, 10),
+					}
+					if together {
+						require.NoError(t, d.ConsumeTraces(ctx, merge(batch...)))
+					} else {
+						for _, td := range batch {
+							require.NoError(t, d.ConsumeTraces(ctx, td))
+						}
+					}
+					at = at.Add(5 * time.Second)
 				}
+				return decisions(events(t, sink.AllTraces()))
 			}
-			at = at.Add(5 * time.Second)
-		}
-		return decisions(events(t, sink.AllTraces()))
+			separate := run(false)
+			require.NotEmpty(t, separate)
+			var killed, counted bool
+			for _, e := range separate {
+				killed = killed || e.kill
+				counted = counted || e.tokensTotal > 0
+			}
+			require.True(t, counted, "the transitions should carry token sums: %+v", separate)
+			require.Equal(t, tc.maxLoopTokens > 0, killed, "a kill only by kill.max_loop_tokens: %+v", separate)
+			assert.Equal(t, separate, run(true))
+		})
 	}
-	separate := run(false)
-	require.NotEmpty(t, separate)
-	var killed bool
-	for _, e := range separate {
-		killed = killed || e.kill
-	}
-	require.True(t, killed, "the scenario should reach kill.max_loop_tokens: %+v", separate)
-	assert.Equal(t, separate, run(true))
 }
 
 // Extract reads a resource once for the spans that share it: spans of

@@ -129,9 +129,10 @@ func (f *floor) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 
 type benchProc struct {
 	name string
-	// renew: the processor keeps per-span state (loop_detect drops a span
-	// id it has seen as a duplicate delivery), so the pool is renewed
-	// between rounds, outside the measurement.
+	// renew: the pool is renewed between rounds, outside the measurement:
+	// loop_detect keeps per-span state (it drops a span id it has seen as
+	// a duplicate delivery). groupbytrace holds batches after returning,
+	// so its pool is never rewritten.
 	renew bool
 	// drain: the processor forwards asynchronously; wait for every span to
 	// reach the sink before stopping the clock.
@@ -156,7 +157,10 @@ func newLoopDetect(b testing.TB, next consumer.Traces, mutate func(*loopdetect.C
 }
 
 var procs = []benchProc{
-	{name: "floor", make: func(_ *testing.B, next consumer.Traces) (consumer.Traces, func()) {
+	// The floor renews the pool as loop_detect does, so both read batches
+	// in the same cache state (a renewal rewrites every batch; without it
+	// the floor read a pool it had left warm).
+	{name: "floor", renew: true, make: func(_ *testing.B, next consumer.Traces) (consumer.Traces, func()) {
 		return &floor{next: next}, func() {}
 	}},
 	{name: "loop_detect", renew: true, make: func(b *testing.B, next consumer.Traces) (consumer.Traces, func()) {
@@ -183,28 +187,37 @@ var procs = []benchProc{
 // BenchmarkProcessor: one op is one batch of 100 spans (10 sessions × 10
 // spans); the per-span metrics are what to read.
 //   - mix=realistic: 20 % execute_tool (200-byte args, 500-byte results), 60 % chat, 20 % invoke_agent, 10,000 sessions
-//   - mix=nontool:   the same without execute_tool spans (the 1.2× floor target)
+//   - mix=nontool:   the same without execute_tool spans (the non-tool floor target): no session has a tool call, so none is tracked
+//   - mix=nontool-tracked: the nontool batches after every session has made tool calls (the realistic batches, fed before the warm-up), so each model span's usage is read and added to its session
 //   - mix=tools:     execute_tool spans only
 func BenchmarkProcessor(b *testing.B) {
 	mixes := []struct {
-		name string
-		mix  benchdata.Mix
+		name    string
+		mix     benchdata.Mix
+		tracked bool
 	}{
-		{"realistic", benchdata.Realistic()},
-		{"nontool", benchdata.NonTool()},
-		{"tools", func() benchdata.Mix { m := benchdata.Realistic(); m.ToolEvery = 1; return m }()},
+		{"realistic", benchdata.Realistic(), false},
+		{"nontool", benchdata.NonTool(), false},
+		{"nontool-tracked", benchdata.NonTool(), true},
+		{"tools", func() benchdata.Mix { m := benchdata.Realistic(); m.ToolEvery = 1; return m }(), false},
 	}
 	for _, mx := range mixes {
 		w := benchdata.New(mx.mix)
+		var pre *benchdata.Workload
+		if mx.tracked {
+			pre = benchdata.New(benchdata.Realistic())
+		}
 		for _, pr := range procs {
 			b.Run("mix="+mx.name+"/proc="+pr.name, func(b *testing.B) {
-				runProcessor(b, w, pr)
+				runProcessor(b, w, pre, pr)
 			})
 		}
 	}
 }
 
-func runProcessor(b *testing.B, w *benchdata.Workload, pr benchProc) {
+// runProcessor feeds w's batches to a new pr; pre, when set, is fed first
+// (one visit of every session), outside the measurement.
+func runProcessor(b *testing.B, w, pre *benchdata.Workload, pr benchProc) {
 	sink := &countingSink{}
 	p, stop := pr.make(b, sink)
 	defer stop()
@@ -227,10 +240,21 @@ func runProcessor(b *testing.B, w *benchdata.Workload, pr benchProc) {
 		}
 		next++
 	}
+	fed := int64(0)
+	if pre != nil {
+		prePool := pre.Batches()
+		for i := 0; i < 10_000/int(pre.SpansPerBatch()/10)+len(prePool); i++ {
+			td := prePool[i%len(prePool)]
+			fed += int64(td.SpanCount())
+			if err := p.ConsumeTraces(ctx, td); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	for i := 0; i < warm; i++ {
 		feed()
 	}
-	fed := int64(warm) * per
+	fed += int64(warm) * per
 	// groupbytrace drops the spans that arrive for a trace between its
 	// release and its removal, so "all spans arrived" may never come: wait
 	// until the sink has all of them or has seen none for 3 × wait_duration.

@@ -115,6 +115,18 @@ func (d *detector) batchNow(st *batchState) time.Time {
 	return st.clock
 }
 
+// release returns st to the pool. The call's strings point into the batch
+// just forwarded: they are dropped before reuse, so no pdata outlives
+// forwarding, and the batch's memos and clock are forgotten.
+func (d *detector) release(st *batchState) {
+	st.call = engine.ToolCall{}
+	st.batch = st.batch[:0]
+	st.trace = traceMemo{}
+	st.clockOK = false
+	st.sc.ForgetResource()
+	d.pool.Put(st)
+}
+
 func (d *detector) Capabilities() consumer.Capabilities {
 	return consumer.Capabilities{MutatesData: true}
 }
@@ -176,16 +188,7 @@ func (d *detector) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 // the detector has its own next consumer, see logs.go).
 func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next consumer.Traces) error {
 	st := d.pool.Get().(*batchState)
-	defer func() {
-		// The call's strings point into this batch: drop them before reuse,
-		// so no pdata outlives forwarding.
-		st.call = engine.ToolCall{}
-		st.batch = st.batch[:0]
-		st.trace = traceMemo{}
-		st.clockOK = false
-		st.sc.ForgetResource()
-		d.pool.Put(st)
-	}()
+	defer d.release(st)
 	var n batchCounts
 	eventTime := d.cfg.EventTime
 	rss := td.ResourceSpans()
@@ -226,6 +229,7 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 					}
 					continue
 				}
+				d.flushTokens(st)
 				ok, out := extract.Extract(d.x, pdataspan.Span{S: span, Res: res}, &st.sc, &st.call)
 				if !ok {
 					d.usage(ctx, st, span, res)
@@ -252,6 +256,7 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 			}
 		}
 	}
+	d.flushTokens(st)
 	d.countBatch(ctx, n)
 	d.reportStats(ctx)
 	if err := next.ConsumeTraces(ctx, td); err != nil {

@@ -141,13 +141,7 @@ func (r logRecord) EventAttr(int, string) (extract.Value, bool) { return extract
 // transition to the scope of the record that caused it, and forwards ld.
 func (d *detector) consumeLogs(ctx context.Context, ld plog.Logs, x *extract.Extractor, next consumer.Logs) error {
 	st := d.pool.Get().(*batchState)
-	defer func() {
-		st.call = engine.ToolCall{}
-		st.batch = st.batch[:0]
-		st.clockOK = false
-		st.sc.ForgetResource()
-		d.pool.Put(st)
-	}()
+	defer d.release(st)
 	var n batchCounts
 	var noSession int64
 	var pending []loopevent.Event

@@ -52,7 +52,7 @@ func ObserveCalls(cfg *Config, fn func(*Observation)) {
 // observeWithHook is observe's engine step with the observer reporting.
 func (d *detector) observeWithHook(st *batchState) {
 	dups := d.eng.Stats().Duplicates.Load()
-	st.trans = d.eng.Observe(&st.call, d.now(), st.trans[:0])
+	st.trans = d.eng.Observe(&st.call, d.batchNow(st), st.trans[:0])
 	c := &st.call
 	d.cfg.observer(&Observation{
 		Session: c.Session, SessionSource: c.SessionSource, Client: c.Client, Tool: c.Tool,

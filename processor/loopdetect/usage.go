@@ -24,6 +24,13 @@ func (d *detector) usage(ctx context.Context, st *batchState, span ptrace.Span, 
 	if !ok {
 		return
 	}
+	// Without a token kill AddTokens only adds, so a trace's model spans
+	// are summed in the batch and added once (flushTokens): one shard lock
+	// and session look-up per trace and batch, not per model span.
+	if d.traceSessions && d.cfg.Kill.MaxLoopTokens <= 0 {
+		st.trace.pending += tokens
+		return
+	}
 	session := extract.UsageSession(d.x, ps, &st.sc)
 	// The time matters only to a token kill; reading the clock was a sixth
 	// of a model span's cost.
@@ -53,9 +60,27 @@ func (d *detector) recordLoopTokens(ctx context.Context, t *engine.Transition) {
 func (d *detector) traceTracked(st *batchState, s pdataspan.Span) bool {
 	tid := s.S.TraceID()
 	if !st.trace.ok || st.trace.id != tid {
-		st.trace = traceMemo{id: tid, ok: true, tracked: d.eng.Tracks(extract.UsageSession(d.x, s, &st.sc))}
+		d.flushTokens(st)
+		session := extract.UsageSession(d.x, s, &st.sc)
+		st.trace = traceMemo{id: tid, ok: true, session: session, tracked: d.eng.Tracks(session)}
 	}
 	return st.trace.tracked
+}
+
+// flushTokens adds the tokens summed for the memo's trace to its session.
+// It runs before anything else can read or change that session's tokens
+// (a tool call, which may also rewrite the scratch the memo's session
+// string points into), when the batch moves to another trace, and at the
+// batch's end, so the engine sees the same sums, in the same order
+// relative to the calls, as span by span.
+func (d *detector) flushTokens(st *batchState) {
+	if st.trace.pending <= 0 {
+		return
+	}
+	// Only summed when no token kill is configured, so AddTokens returns
+	// no transition here.
+	_ = d.eng.AddTokens(st.trace.session, st.trace.pending, time.Time{}, nil)
+	st.trace.pending = 0
 }
 
 // traceMemo is whether the engine tracked the session of the trace of the
@@ -70,6 +95,11 @@ func (d *detector) traceTracked(st *batchState, s pdataspan.Span) bool {
 type traceMemo struct {
 	id          [16]byte
 	ok, tracked bool
+	// session is the trace's session key (it points into the batch's
+	// scratch: valid until the next flushTokens) and pending the tokens
+	// summed for it and not yet added.
+	session string
+	pending int64
 }
 
 // observed forgets an untracked answer: a tool call was observed.
