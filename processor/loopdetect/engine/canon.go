@@ -301,7 +301,9 @@ type canonHasher struct {
 	// foundTerminal is set when a status key within the first three levels
 	// holds a final state.
 	foundTerminal bool
-	scratch       []byte
+	// buf holds the decoded string with escapes, unless it outgrows it:
+	// the hasher lives on its caller's stack, and so do decoded strings.
+	buf [256]byte
 }
 
 func (h *canonHasher) skipWS() {
@@ -463,13 +465,22 @@ func quoteOrEscapeAt(s string, i int) int {
 }
 
 // str reads a JSON string at pos. Without escapes it returns a slice of the
-// input; with escapes it decodes into the reused scratch buffer.
+// input; with escapes it decodes into the hasher's buffer.
 func (h *canonHasher) str() (string, error) {
+	s := h.s
 	start := h.pos + 1 // after the opening quote
-	i := quoteOrEscapeAt(h.s, start)
-	if i < 0 {
+	// quoteOrEscapeAt, inlined: strings are the most frequent token.
+	i := start
+	for ; i+8 <= len(s); i += 8 {
+		if m := quoteOrEscape(load64(s, i)); m != 0 {
+			i += bits.TrailingZeros64(m) >> 3
+			goto found
+		}
+	}
+	if i = quoteOrEscapeAt(s, i); i < 0 {
 		return "", errSyntax
 	}
+found:
 	if h.s[i] == '"' {
 		h.pos = i + 1
 		return h.s[start:i], nil
@@ -478,13 +489,11 @@ func (h *canonHasher) str() (string, error) {
 }
 
 // unescape decodes the string from start, whose first escape is at i, into
-// the scratch buffer: the runs between escapes are copied whole.
+// the hasher's buffer: the runs between escapes are copied whole.
 func (h *canonHasher) unescape(start, i int) (string, error) {
-	if h.scratch == nil {
-		h.scratch = make([]byte, 0, 256)
-	}
 	s := h.s
-	buf := append(h.scratch[:0], s[start:i]...)
+	// buf is never stored in h: that would move the hasher to the heap.
+	buf := append(h.buf[:0], s[start:i]...)
 	for {
 		// s[i] is a backslash.
 		i++
@@ -527,15 +536,13 @@ func (h *canonHasher) unescape(start, i int) (string, error) {
 		i++
 		j := quoteOrEscapeAt(s, i)
 		if j < 0 {
-			h.scratch = buf
 			return "", errSyntax
 		}
 		buf = append(buf, s[i:j]...)
 		i = j
 		if s[j] == '"' {
 			h.pos = j + 1
-			h.scratch = buf
-			// Aliases scratch: callers use it before the next str call.
+			// Aliases buf: callers use it before the next str call.
 			return unsafe.String(unsafe.SliceData(buf), len(buf)), nil
 		}
 	}
@@ -594,7 +601,7 @@ func (h *canonHasher) object(depth int, wrap *wrapperInfo) (uint64, bool, error)
 		if err != nil {
 			return 0, false, err
 		}
-		// key may alias scratch; hash it before the value reuses scratch.
+		// key may alias buf; hash it before the value reuses buf.
 		keyHash, denied, statusKey := h.key(key, depth)
 		var wkey string
 		if wrap != nil {
@@ -826,8 +833,6 @@ func canonicalize(doc string, deny *keySet, term *terminalMatcher, unwrap bool) 
 	if t == "" {
 		return canonResult{digest: mix(tagOpaque)}
 	}
-	// scratch is allocated by str on the first escaped string only: a
-	// stack buffer here would escape (the hasher's methods recurse).
 	h := canonHasher{s: t, deny: deny, terminal: term}
 	if t[0] == '"' {
 		// A JSON-encoded string: hash its content, which may itself be JSON.
