@@ -291,3 +291,84 @@ func pad(b *strings.Builder, n int, tail string) string {
 	b.WriteString(tail)
 	return b.String()
 }
+
+// searchLines are source lines a grep-like tool returns, as JSON string
+// content: some with the escapes real results carry (quotes, tabs,
+// newlines, backslashes, non-ASCII as \u escapes).
+var searchLines = []string{
+	`func (h *canonHasher) object(depth int) (uint64, error) {`,
+	`\tif err != nil {\n\t\treturn err\n\t}`,
+	`// The caf\u00e9 menu lists r\u00e9sum\u00e9 templates`,
+	`\tpattern := regexp.MustCompile(\"^[a-z]+\\\\.go$\")`,
+	`    assert.Equal(t, \"expected\", got)`,
+	`const defaultTimeout = 30 * time.Second`,
+	`\tlog.Printf(\"na\u00efve retry #%d\\n\", attempt)`,
+	`import { readFile } from \"node:fs/promises\";`,
+}
+
+// SearchResult returns an n-byte JSON result of a grep/search tool for
+// call number call: status members, a volatile request id and timestamp,
+// and an array of match objects (path, line, column, text with escapes,
+// booleans, nested submatch and context objects) grown to the size, then
+// summary statistics. Structure, not one padding string, fills it: it is
+// the document a canonicalizer's per-byte cost is measured on. Documents
+// shorter than the fixed members are returned whole.
+func SearchResult(call uint64, n int) string {
+	var b strings.Builder
+	b.Grow(n + 256)
+	b.WriteString(`{"status":"ok","request_id":"req-`)
+	b.WriteString(strconv.FormatUint(mix64(call)&0xffffffff, 16))
+	b.WriteString(`","matches":[`)
+	tail := `],"cursor":"`
+	if n >= 1024 {
+		tail = `],"timestamp":"2025-06-15T12:` + strconv.FormatUint(10+call%50, 10) +
+			`:07.123Z","stats":{"files":` + strconv.FormatUint(100+call%900, 10) +
+			`,"elapsed_ms":12.5,"truncated":false},"cursor":"`
+	}
+	const end = `"}`
+	var m strings.Builder
+	for i := uint64(0); ; i++ {
+		m.Reset()
+		if i > 0 {
+			m.WriteByte(',')
+		}
+		searchMatch(&m, call, i)
+		if b.Len()+m.Len()+len(tail)+len(end) > n {
+			break
+		}
+		b.WriteString(m.String())
+	}
+	b.WriteString(tail)
+	// The cursor takes up what is left: less than one match.
+	return pad(&b, n, end)
+}
+
+// searchMatch writes match number i of call's search result; every other
+// match carries submatch offsets, every fourth a nested context object.
+func searchMatch(b *strings.Builder, call, i uint64) {
+	r := mix64(call<<20 | i)
+	b.WriteString(`{"path":"src/pkg`)
+	b.WriteString(strconv.FormatUint(r%37, 10))
+	b.WriteString(`/file_`)
+	b.WriteString(strconv.FormatUint(r>>8%500, 10))
+	b.WriteString(`.go","line":`)
+	b.WriteString(strconv.FormatUint(1+r>>16%2000, 10))
+	b.WriteString(`,"column":`)
+	b.WriteString(strconv.FormatUint(1+r>>28%80, 10))
+	b.WriteString(`,"text":"`)
+	b.WriteString(searchLines[r>>32%uint64(len(searchLines))])
+	b.WriteByte('"')
+	if i%2 == 1 {
+		b.WriteString(`,"binary":false,"submatches":[{"start":`)
+		b.WriteString(strconv.FormatUint(r>>40%40, 10))
+		b.WriteString(`,"end":`)
+		b.WriteString(strconv.FormatUint(40+r>>48%40, 10))
+		b.WriteString(`}]`)
+	}
+	if i%4 == 3 {
+		b.WriteString(`,"context":{"before":"`)
+		b.WriteString(searchLines[(r>>36+1)%uint64(len(searchLines))])
+		b.WriteString(`","after":null,"lines":2}`)
+	}
+	b.WriteByte('}')
+}

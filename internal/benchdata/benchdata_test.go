@@ -46,3 +46,26 @@ func TestSizesAndMix(t *testing.T) {
 		t.Fatal("span ids not renewed")
 	}
 }
+
+func TestSearchResultIsExactSizeJSONOfMatches(t *testing.T) {
+	for _, n := range []int{200, 2048, 64 << 10} {
+		for _, call := range []uint64{1, 7, 12345, 1 << 40} {
+			s := SearchResult(call, n)
+			if len(s) != n {
+				t.Fatalf("SearchResult(%d, %d) is %d bytes", call, n, len(s))
+			}
+			var v struct {
+				Matches []struct {
+					Path string `json:"path"`
+					Line int    `json:"line"`
+				} `json:"matches"`
+			}
+			if err := json.Unmarshal([]byte(s), &v); err != nil {
+				t.Fatalf("SearchResult(%d, %d) not JSON: %v %s", call, n, err, s)
+			}
+			if len(v.Matches) == 0 || len(v.Matches) < n/200 {
+				t.Fatalf("SearchResult(%d, %d): %d matches, structure must fill it", call, n, len(v.Matches))
+			}
+		}
+	}
+}

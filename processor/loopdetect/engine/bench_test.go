@@ -220,6 +220,43 @@ func BenchmarkCanonical(b *testing.B) {
 	}
 }
 
+// BenchmarkCanonicalBytes is the streaming canonical digest's cost per
+// JSON byte on structure-dense search results (benchdata.SearchResult: an
+// array of match objects with numbers, booleans, nested objects, escapes
+// and volatile keys) of 200 B, 2 KiB and 64 KiB, through Normalizer.Result
+// and Normalizer.Signature. The size cap is raised so the 64 KiB document
+// is canonicalized, not hashed as oversized.
+func BenchmarkCanonicalBytes(b *testing.B) {
+	cfg := engine.DefaultNormalizerConfig()
+	cfg.MaxCanonicalBytes = 1 << 20
+	norm := engine.NewNormalizer(cfg)
+	const docs = 64
+	for _, size := range []struct {
+		name string
+		n    int
+	}{{"200B", 200}, {"2KiB", 2 << 10}, {"64KiB", 64 << 10}} {
+		corpus := make([]string, docs)
+		for i := range corpus {
+			corpus[i] = benchdata.SearchResult(uint64(i+1), size.n)
+		}
+		for _, api := range []string{"result", "signature"} {
+			b.Run("size="+size.name+"/api="+api, func(b *testing.B) {
+				b.SetBytes(int64(size.n))
+				b.ReportAllocs()
+				for i := 0; i < b.N; i++ {
+					d := corpus[i%docs]
+					if api == "result" {
+						sinkDigest = norm.Result("grep", d).Digest
+					} else {
+						sinkDigest, _ = norm.Signature("grep", d, true)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(size.n), "ns/byte")
+			})
+		}
+	}
+}
+
 // BenchmarkGrowth: Observe cost per tool call (digests precomputed) as the
 // history length, the longest period looked for and the session count grow.
 // work=working cycles distinct calls; work=loop repeats one call per

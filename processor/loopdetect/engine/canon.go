@@ -56,6 +56,16 @@ type keySet struct {
 	prefixes []prefixHash
 	// prefixLens has bit n set when some prefix is n normalized bytes long.
 	prefixLens uint64
+	// shapes has bit shapeBit of every exact key's normalized form, and
+	// prefixFirst the folded first byte of every prefix: together they let
+	// mayHave rule out most keys before the byte-by-byte normalized hash.
+	shapes      [8]uint64
+	prefixFirst [4]uint64
+	prefixMin   int // normalized length of the shortest prefix
+	// clean has bit shortHash&511 of every exact key whose normalized
+	// form is at most 16 bytes: a clean key (see clean) is its own
+	// normalized form, and the hash of it is at hand.
+	clean [8]uint64
 }
 
 type prefixHash struct {
@@ -100,13 +110,97 @@ func newKeySet(keys []string) *keySet {
 				ks.prefixes = append(ks.prefixes, prefixHash{n: n, h: h})
 				ks.prefixLens |= 1 << n
 			}
+			// hash compares prefixes from one normalized byte on: an empty
+			// one never matches.
+			if n < 64 && n > 0 {
+				first := normalized(p)[0] | 0x20
+				ks.prefixFirst[first>>6] |= 1 << (first & 63)
+				if ks.prefixMin == 0 || n < ks.prefixMin {
+					ks.prefixMin = n
+				}
+			}
 			continue
 		}
 		h, _ := normHash(k)
 		ks.exact[h] = struct{}{}
 		ks.filter[h>>6&3] |= 1 << (h & 63)
+		// A key that normalizes to nothing is only matched by keys of
+		// separators alone, which mayHave never rules out.
+		if nk := normalized(k); nk != "" {
+			b := keyShape{n: len(nk), first: nk[0] | 0x20, last: nk[len(nk)-1] | 0x20}.bit()
+			ks.shapes[b>>6] |= 1 << (b & 63)
+		}
+		if nk := normalized(k); len(nk) <= 16 {
+			c := strHash(nk) & 511
+			ks.clean[c>>6] |= 1 << (c & 63)
+		}
 	}
 	return ks
+}
+
+// normalized is key as the normalized hash sees it: separators dropped,
+// ASCII letters lower case.
+func normalized(key string) string {
+	b := make([]byte, 0, len(key))
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c != '_' && c != '-' && c != '.' {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+// isSep marks the separators normalization drops.
+var isSep = [256]uint8{'_': 1, '-': 1, '.': 1}
+
+// keyShape is what mayHave compares: a key's normalized length and its
+// first and last normalized bytes, folded with |0x20 (which maps A-Z onto
+// a-z, as normalization does, and merges a few other pairs: a filter may
+// let keys through, it must not turn a matching key away).
+type keyShape struct {
+	n           int
+	first, last byte
+	// edge: the key is empty or starts or ends with a separator; its
+	// normalized ends are not at hand and every set may have it.
+	edge bool
+}
+
+// shapeOf returns key's shape in one pass without a buffer.
+func shapeOf(key string) keyShape {
+	n := len(key)
+	if n == 0 || isSep[key[0]] != 0 || isSep[key[n-1]] != 0 {
+		return keyShape{edge: true}
+	}
+	seps := 0
+	for i := 1; i < n-1; i++ {
+		seps += int(isSep[key[i]])
+	}
+	return keyShape{n: n - seps, first: key[0] | 0x20, last: key[n-1] | 0x20}
+}
+
+func (k keyShape) bit() uint {
+	return (uint(k.first)*31 + uint(k.last)*7 + uint(k.n)*131) & 511
+}
+
+// mayHave is false when no key of the set can match a key of shape k: no
+// exact key has its shape and no prefix its first byte and a length it
+// can hold. prefixes says whether prefix keys count (the terminal keys use
+// exact matches only).
+func (ks *keySet) mayHave(k keyShape, prefixes bool) bool {
+	if ks == nil {
+		return false
+	}
+	if k.edge {
+		return true
+	}
+	if b := k.bit(); ks.shapes[b>>6]&(1<<(b&63)) != 0 {
+		return true
+	}
+	return prefixes && k.n >= ks.prefixMin && ks.prefixMin > 0 &&
+		ks.prefixFirst[k.first>>6]&(1<<(k.first&63)) != 0
 }
 
 func (ks *keySet) match(key string) bool {
@@ -153,12 +247,19 @@ func (ks *keySet) hasExact(h uint64) bool {
 // strHash hashes a string; short strings (most keys and values) take a
 // multiply-fold path far cheaper than a general hash's setup.
 func strHash(s string) uint64 {
-	n := len(s)
-	if n > 16 {
+	if len(s) > 16 {
 		return xxhash.Sum64String(s)
 	}
-	var a, b uint64
-	switch {
+	a, b := shortWords(s)
+	return shortHash(a, b, len(s))
+}
+
+// shortWords reads a string of at most 16 bytes as the two words
+// shortHash folds. With the length they determine the string: for 8 to 16
+// bytes the words overlap, for 4 to 7 the halves do, and below 4 every
+// byte is one of the three read.
+func shortWords(s string) (a, b uint64) {
+	switch n := len(s); {
 	case n >= 8:
 		a = binary.LittleEndian.Uint64([]byte(s[:8]))
 		b = binary.LittleEndian.Uint64([]byte(s[n-8:]))
@@ -168,6 +269,10 @@ func strHash(s string) uint64 {
 	case n > 0:
 		a = uint64(s[0])<<16 | uint64(s[n>>1])<<8 | uint64(s[n-1])
 	}
+	return a, b
+}
+
+func shortHash(a, b uint64, n int) uint64 {
 	return mum(a^0xa0761d6478bd642f, b^0xe7037ed1a0b428db^uint64(n))
 }
 
@@ -196,7 +301,9 @@ type canonHasher struct {
 	// foundTerminal is set when a status key within the first three levels
 	// holds a final state.
 	foundTerminal bool
-	scratch       []byte
+	// buf holds the decoded string with escapes, unless it outgrows it:
+	// the hasher lives on its caller's stack, and so do decoded strings.
+	buf [256]byte
 }
 
 func (h *canonHasher) skipWS() {
@@ -210,30 +317,43 @@ func (h *canonHasher) skipWS() {
 	}
 }
 
+// peek skips whitespace and returns the byte at pos, or 0 at the end (no
+// caller accepts a 0 byte, so the end and a stray NUL are both an error).
+func (h *canonHasher) peek() byte {
+	for h.pos < len(h.s) {
+		c := h.s[h.pos]
+		if c > ' ' {
+			return c
+		}
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return c
+		}
+		h.pos++
+	}
+	return 0
+}
+
+// isNumber marks the bytes a number token runs over. The scanner is
+// lenient on purpose: it hashes the token as written.
+var isNumber = [256]bool{
+	'0': true, '1': true, '2': true, '3': true, '4': true, '5': true, '6': true, '7': true, '8': true, '9': true,
+	'-': true, '+': true, '.': true, 'e': true, 'E': true,
+}
+
 // value hashes the value at pos. wrap collects the hashes of wrapper
 // members of a top-level object (see wrapperInfo).
 func (h *canonHasher) value(depth int, wrap *wrapperInfo) (uint64, bool, error) {
 	if depth > maxDepth {
 		return 0, false, errSyntax
 	}
-	h.skipWS()
-	if h.pos >= len(h.s) {
-		return 0, false, errSyntax
-	}
-	switch c := h.s[h.pos]; {
+	switch c := h.peek(); {
 	case c == '{':
 		return h.object(depth, wrap)
 	case c == '[':
 		return h.array(depth)
 	case c == '"':
-		str, err := h.str()
-		if err != nil {
-			return 0, false, err
-		}
-		if v, ok := h.embedded(str, depth); ok {
-			return v, false, nil
-		}
-		return hashString(str), false, nil
+		v, err := h.strValue(depth)
+		return v, false, err
 	case c == 't':
 		return h.literal("true", tagTrue)
 	case c == 'f':
@@ -242,25 +362,44 @@ func (h *canonHasher) value(depth int, wrap *wrapperInfo) (uint64, bool, error) 
 		v, _, err := h.literal("null", tagNull)
 		return v, true, err
 	case c == '-' || ('0' <= c && c <= '9'):
-		start := h.pos
-		for h.pos < len(h.s) {
-			switch h.s[h.pos] {
-			case '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '-', '+', '.', 'e', 'E':
-				h.pos++
-				continue
-			}
-			break
-		}
-		return strHash(h.s[start:h.pos]) ^ tagNumber, false, nil
+		return h.number(), false, nil
 	default:
 		return 0, false, errSyntax
 	}
+}
+
+// number hashes the number token at pos.
+func (h *canonHasher) number() uint64 {
+	start := h.pos
+	i := start + 1
+	for i < len(h.s) && isNumber[h.s[i]] {
+		i++
+	}
+	h.pos = i
+	return strHash(h.s[start:i]) ^ tagNumber
+}
+
+// strValue hashes the string value at pos, canonicalized when it holds JSON.
+func (h *canonHasher) strValue(depth int) (uint64, error) {
+	str, err := h.str()
+	if err != nil {
+		return 0, err
+	}
+	if v, ok := h.embedded(str, depth); ok {
+		return v, nil
+	}
+	return hashString(str), nil
 }
 
 // embedded canonicalizes a string value that holds JSON itself
 // ({"arguments":"{\"b\":1}"}), so key order and volatile keys inside it do
 // not change the digest either.
 func (h *canonHasher) embedded(str string, depth int) (uint64, bool) {
+	// Most strings start with a byte that is neither '{', '[' nor space
+	// (ASCII or not, as TrimSpace sees it): they are no JSON.
+	if str == "" || (str[0] > ' ' && str[0] < utf8.RuneSelf && str[0] != '{' && str[0] != '[') {
+		return 0, false
+	}
 	t := strings.TrimSpace(str)
 	if t == "" || (t[0] != '{' && t[0] != '[') || depth+1 > maxDepth {
 		return 0, false
@@ -289,89 +428,124 @@ func (h *canonHasher) literal(lit string, tag uint64) (uint64, bool, error) {
 	return tag, false, nil
 }
 
-// str reads a JSON string at pos. Without escapes it returns a slice of the
-// input; with escapes it decodes into the reused scratch buffer.
-func (h *canonHasher) str() (string, error) {
-	h.pos++ // opening quote
-	start := h.pos
-	// Most JSON strings are short: one scan for both the closing quote and
-	// an escape beats two vector searches and their call overhead.
-	for i := start; i < len(h.s) && i-start < 32; i++ {
-		switch h.s[i] {
-		case '"':
-			h.pos = i + 1
-			return h.s[start:i], nil
-		case '\\':
-			return h.unescape(start)
-		}
-	}
-	end := strings.IndexByte(h.s[start:], '"')
-	if end < 0 {
-		return "", errSyntax
-	}
-	if strings.IndexByte(h.s[start:start+end], '\\') < 0 {
-		h.pos = start + end + 1
-		return h.s[start : start+end], nil
-	}
-	return h.unescape(start)
+// SWAR (SIMD within a register) constants: one byte of 1s, of high bits.
+const (
+	swarOnes = 0x0101010101010101
+	swarHigh = 0x8080808080808080
+)
+
+// quoteOrEscape marks with its high bit each byte of x (8 string bytes,
+// the first in the low byte) that is '"' or '\\'. Borrows may also mark
+// bytes after a true match, so only the lowest mark is exact.
+func quoteOrEscape(x uint64) uint64 {
+	q := x ^ (swarOnes * '"')
+	e := x ^ (swarOnes * '\\')
+	return ((q-swarOnes)&^q | (e-swarOnes)&^e) & swarHigh
 }
 
-// unescape decodes the string starting at start into the scratch buffer.
-func (h *canonHasher) unescape(start int) (string, error) {
-	if h.scratch == nil {
-		h.scratch = make([]byte, 0, 256)
-	}
-	h.scratch = h.scratch[:0]
-	for i := start; i < len(h.s); i++ {
-		c := h.s[i]
-		switch c {
-		case '"':
-			h.pos = i + 1
-			// Aliases scratch: callers use it before the next str call.
-			return unsafe.String(unsafe.SliceData(h.scratch), len(h.scratch)), nil
-		case '\\':
-			i++
-			if i >= len(h.s) {
-				return "", errSyntax
-			}
-			switch e := h.s[i]; e {
-			case 'n':
-				h.scratch = append(h.scratch, '\n')
-			case 't':
-				h.scratch = append(h.scratch, '\t')
-			case 'r':
-				h.scratch = append(h.scratch, '\r')
-			case 'b':
-				h.scratch = append(h.scratch, '\b')
-			case 'f':
-				h.scratch = append(h.scratch, '\f')
-			case 'u':
-				if i+4 >= len(h.s) {
-					return "", errSyntax
-				}
-				r, ok := hex4(h.s[i+1 : i+5])
-				if !ok {
-					return "", errSyntax
-				}
-				i += 4
-				// A surrogate pair is one character: "\ud83d\ude00" == "😀".
-				if utf16.IsSurrogate(r) && i+6 < len(h.s) && h.s[i+1] == '\\' && h.s[i+2] == 'u' {
-					if lo, ok := hex4(h.s[i+3 : i+7]); ok {
-						if pair := utf16.DecodeRune(r, lo); pair != utf8.RuneError {
-							r = pair
-							i += 6
-						}
-					}
-				}
-				h.scratch = utf8.AppendRune(h.scratch, r)
-			default:
-				h.scratch = append(h.scratch, e)
-			}
-		default:
-			h.scratch = append(h.scratch, c)
+// load64 reads s[i:i+8] as a little-endian word.
+func load64(s string, i int) uint64 {
+	return binary.LittleEndian.Uint64([]byte(s[i : i+8]))
+}
+
+// quoteOrEscapeAt returns the index of the first '"' or '\\' in s at or
+// after i, 8 bytes at a time, or -1.
+func quoteOrEscapeAt(s string, i int) int {
+	for ; i+8 <= len(s); i += 8 {
+		if m := quoteOrEscape(load64(s, i)); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
 		}
 	}
-	return "", errSyntax
+	for ; i < len(s); i++ {
+		if s[i] == '"' || s[i] == '\\' {
+			return i
+		}
+	}
+	return -1
+}
+
+// str reads a JSON string at pos. Without escapes it returns a slice of the
+// input; with escapes it decodes into the hasher's buffer.
+func (h *canonHasher) str() (string, error) {
+	s := h.s
+	start := h.pos + 1 // after the opening quote
+	// quoteOrEscapeAt, inlined: strings are the most frequent token.
+	i := start
+	for ; i+8 <= len(s); i += 8 {
+		if m := quoteOrEscape(load64(s, i)); m != 0 {
+			i += bits.TrailingZeros64(m) >> 3
+			goto found
+		}
+	}
+	if i = quoteOrEscapeAt(s, i); i < 0 {
+		return "", errSyntax
+	}
+found:
+	if h.s[i] == '"' {
+		h.pos = i + 1
+		return h.s[start:i], nil
+	}
+	return h.unescape(start, i)
+}
+
+// unescape decodes the string from start, whose first escape is at i, into
+// the hasher's buffer: the runs between escapes are copied whole.
+func (h *canonHasher) unescape(start, i int) (string, error) {
+	s := h.s
+	// buf is never stored in h: that would move the hasher to the heap.
+	buf := append(h.buf[:0], s[start:i]...)
+	for {
+		// s[i] is a backslash.
+		i++
+		if i >= len(s) {
+			return "", errSyntax
+		}
+		switch e := s[i]; e {
+		case 'n':
+			buf = append(buf, '\n')
+		case 't':
+			buf = append(buf, '\t')
+		case 'r':
+			buf = append(buf, '\r')
+		case 'b':
+			buf = append(buf, '\b')
+		case 'f':
+			buf = append(buf, '\f')
+		case 'u':
+			if i+4 >= len(s) {
+				return "", errSyntax
+			}
+			r, ok := hex4(s[i+1 : i+5])
+			if !ok {
+				return "", errSyntax
+			}
+			i += 4
+			// A surrogate pair is one character: "\ud83d\ude00" == "😀".
+			if utf16.IsSurrogate(r) && i+6 < len(s) && s[i+1] == '\\' && s[i+2] == 'u' {
+				if lo, ok := hex4(s[i+3 : i+7]); ok {
+					if pair := utf16.DecodeRune(r, lo); pair != utf8.RuneError {
+						r = pair
+						i += 6
+					}
+				}
+			}
+			buf = utf8.AppendRune(buf, r)
+		default:
+			buf = append(buf, e)
+		}
+		i++
+		j := quoteOrEscapeAt(s, i)
+		if j < 0 {
+			return "", errSyntax
+		}
+		buf = append(buf, s[i:j]...)
+		i = j
+		if s[j] == '"' {
+			h.pos = j + 1
+			// Aliases buf: callers use it before the next str call.
+			return unsafe.String(unsafe.SliceData(buf), len(buf)), nil
+		}
+	}
 }
 
 func hex4(s string) (rune, bool) {
@@ -415,43 +589,33 @@ func (h *canonHasher) object(depth int, wrap *wrapperInfo) (uint64, bool, error)
 	var sum uint64
 	var n uint64
 	for {
-		h.skipWS()
-		if h.pos >= len(h.s) {
-			return 0, false, errSyntax
-		}
-		if h.s[h.pos] == '}' {
+		c := h.peek()
+		if c == '}' {
 			h.pos++
 			return mix(sum ^ tagObject ^ (n * primeArray)), false, nil
 		}
-		if h.s[h.pos] != '"' {
+		if c != '"' {
 			return 0, false, errSyntax
 		}
 		key, err := h.str()
 		if err != nil {
 			return 0, false, err
 		}
-		// key may alias scratch; hash it before the value reuses scratch.
-		keyHash := strHash(key)
-		// One normalized hash serves the denylist and the terminal keys.
-		denied, statusKey := false, false
-		if len(key) <= 64 && (h.deny != nil || h.terminal != nil) {
-			kh, prefixed := h.deny.hash(key)
-			denied = prefixed || h.deny.hasExact(kh)
-			statusKey = h.terminal != nil && depth < 3 && h.terminal.keys.hasExact(kh)
-		}
+		// key may alias buf; hash it before the value reuses buf.
+		keyHash, denied, statusKey := h.key(key, depth)
 		var wkey string
 		if wrap != nil {
 			wkey = wrapperKey(key)
 		}
-		h.skipWS()
-		if h.pos >= len(h.s) || h.s[h.pos] != ':' {
+		if h.peek() != ':' {
 			return 0, false, errSyntax
 		}
 		h.pos++
-		h.skipWS()
+		c = h.peek()
 		var vh uint64
 		var isNull bool
-		if statusKey && h.pos < len(h.s) && h.s[h.pos] == '"' {
+		switch {
+		case statusKey && c == '"':
 			v, err := h.str()
 			if err != nil {
 				return 0, false, err
@@ -460,8 +624,17 @@ func (h *canonHasher) object(depth int, wrap *wrapperInfo) (uint64, bool, error)
 				h.foundTerminal = true
 			}
 			vh = hashString(v)
-		} else {
-			emptyArr := strings.HasPrefix(h.s[h.pos:], "[]")
+		case depth+1 > maxDepth:
+			return 0, false, errSyntax
+		case c == '"':
+			// The common scalars skip value's dispatch.
+			if vh, err = h.strValue(depth + 1); err != nil {
+				return 0, false, err
+			}
+		case c == '-' || ('0' <= c && c <= '9'):
+			vh = h.number()
+		default:
+			emptyArr := wrap != nil && strings.HasPrefix(h.s[h.pos:], "[]")
 			vh, isNull, err = h.value(depth+1, nil)
 			if err != nil {
 				return 0, false, err
@@ -477,16 +650,84 @@ func (h *canonHasher) object(depth int, wrap *wrapperInfo) (uint64, bool, error)
 			sum += mum(keyHash^tagMember, vh^tagString)
 			n++
 		}
-		h.skipWS()
-		if h.pos < len(h.s) && h.s[h.pos] == ',' {
+		switch h.peek() {
+		case ',':
 			h.pos++
-			continue
+		case '}':
+		default:
+			return 0, false, errSyntax
 		}
-		if h.pos < len(h.s) && h.s[h.pos] == '}' {
-			continue
-		}
-		return 0, false, errSyntax
 	}
+}
+
+// unclean marks (high bit) the bytes of a word that normalization may
+// change: A-Z, '_', '-', '.' (and, to keep it short, [\\]^ between 'Z' and
+// '_'). Bytes of 0x80 and more are left alone, as normalization does.
+func unclean(x uint64) uint64 {
+	const low7 = 0x7f7f7f7f7f7f7f7f
+	t := x & low7
+	letters := (t + swarOnes*(0x80-'A')) &^ (t + swarOnes*(0x80-'_'-1))
+	seps := (t + swarOnes*(0x80-'-')) &^ (t + swarOnes*(0x80-'.'-1))
+	return (letters | seps) &^ x & swarHigh
+}
+
+// mayHaveClean is mayHave for a clean key of at most 16 bytes whose
+// strHash is hash.
+func (ks *keySet) mayHaveClean(hash uint64, key string, prefixes bool) bool {
+	if ks == nil {
+		return false
+	}
+	if c := hash & 511; ks.clean[c>>6]&(1<<(c&63)) != 0 {
+		return true
+	}
+	if !prefixes || ks.prefixMin == 0 || len(key) < ks.prefixMin {
+		return false
+	}
+	f := key[0] | 0x20
+	return ks.prefixFirst[f>>6]&(1<<(f&63)) != 0
+}
+
+// key hashes and classifies an object key.
+func (h *canonHasher) key(key string, depth int) (hash uint64, denied, statusKey bool) {
+	if len(key) > 16 {
+		denied, statusKey = h.classify(key, depth)
+		return xxhash.Sum64String(key), denied, statusKey
+	}
+	a, b := shortWords(key)
+	hash = shortHash(a, b, len(key))
+	if h.deny == nil && h.terminal == nil {
+		return hash, false, false
+	}
+	if unclean(a)|unclean(b) != 0 {
+		denied, statusKey = h.classify(key, depth)
+		return hash, denied, statusKey
+	}
+	if h.deny.mayHaveClean(hash, key, true) || (h.terminal != nil && depth < 3 && h.terminal.keys.mayHaveClean(hash, key, false)) {
+		denied, statusKey = h.match(key, depth)
+	}
+	return hash, denied, statusKey
+}
+
+// classify says whether key is denied and whether it is a status key whose
+// value may report a final state. One normalized hash serves both; most
+// keys are ruled out by their shape before it.
+func (h *canonHasher) classify(key string, depth int) (denied, statusKey bool) {
+	if len(key) > 64 || (h.deny == nil && h.terminal == nil) {
+		return false, false
+	}
+	shape := shapeOf(key)
+	if !h.deny.mayHave(shape, true) && (h.terminal == nil || depth >= 3 || !h.terminal.keys.mayHave(shape, false)) {
+		return false, false
+	}
+	return h.match(key, depth)
+}
+
+// match classifies key by its normalized hash.
+func (h *canonHasher) match(key string, depth int) (denied, statusKey bool) {
+	kh, prefixed := h.deny.hash(key)
+	denied = prefixed || h.deny.hasExact(kh)
+	statusKey = h.terminal != nil && depth < 3 && h.terminal.keys.hasExact(kh)
+	return denied, statusKey
 }
 
 func (t *terminalMatcher) matchValue(v string) bool {
@@ -546,29 +787,35 @@ func (h *canonHasher) array(depth int) (uint64, bool, error) {
 	acc := uint64(tagArray)
 	var n uint64
 	for {
-		h.skipWS()
-		if h.pos >= len(h.s) {
-			return 0, false, errSyntax
-		}
-		if h.s[h.pos] == ']' {
+		c := h.peek()
+		if c == ']' {
 			h.pos++
 			return mix(acc ^ n), false, nil
 		}
-		vh, _, err := h.value(depth+1, nil)
+		var vh uint64
+		var err error
+		switch {
+		case depth+1 > maxDepth:
+			return 0, false, errSyntax
+		case c == '"':
+			vh, err = h.strValue(depth + 1)
+		case c == '-' || ('0' <= c && c <= '9'):
+			vh = h.number()
+		default:
+			vh, _, err = h.value(depth+1, nil)
+		}
 		if err != nil {
 			return 0, false, err
 		}
 		acc = mum(acc^primeArray, vh^tagArray)
 		n++
-		h.skipWS()
-		if h.pos < len(h.s) && h.s[h.pos] == ',' {
+		switch h.peek() {
+		case ',':
 			h.pos++
-			continue
+		case ']':
+		default:
+			return 0, false, errSyntax
 		}
-		if h.pos < len(h.s) && h.s[h.pos] == ']' {
-			continue
-		}
-		return 0, false, errSyntax
 	}
 }
 
@@ -586,8 +833,6 @@ func canonicalize(doc string, deny *keySet, term *terminalMatcher, unwrap bool) 
 	if t == "" {
 		return canonResult{digest: mix(tagOpaque)}
 	}
-	// scratch is allocated by str on the first escaped string only: a
-	// stack buffer here would escape (the hasher's methods recurse).
 	h := canonHasher{s: t, deny: deny, terminal: term}
 	if t[0] == '"' {
 		// A JSON-encoded string: hash its content, which may itself be JSON.
