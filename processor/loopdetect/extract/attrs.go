@@ -186,9 +186,17 @@ type roleSlots struct {
 	// evidenceMask: the evidence keys evidence reads first (the policy's
 	// interval and rate are read only with its max attempts).
 	evidenceMask uint64
+	// redactMask: the argument and result keys that Redacted names, the
+	// only ones whose values may be redacted.
+	redactMask uint64
 	// toolCall is parallel to ToolCall, nil when its keys would not fit
 	// maxSlots with the others: classify then reads them with Span.Attr.
 	toolCall []int32
+}
+
+// mayRedact reports whether Redacted names the key of slot.
+func (r *roleSlots) mayRedact(sl int32) bool {
+	return sl >= maxSlots || r.redactMask&(1<<uint(sl)) != 0
 }
 
 // keyList is one key list's slots, in the list's order, with their bits:
@@ -247,6 +255,11 @@ func compileSlots(k *Keys) (attrTable, roleSlots) {
 	r.reason = t.slot(index, k.WaitReason)
 	r.hintMask, r.skipMask, r.failureMask = bits(r.hints...), bits(r.skip...), bits(r.failure...)
 	r.evidenceMask = bits(r.attempt, r.maxAtt, r.owner, r.deadline)
+	for _, m := range k.Redacted {
+		if sl, ok := index[m.Key]; ok {
+			r.redactMask |= bits(sl)
+		}
+	}
 	// The tool_call keys last, and only if they fit with the rest: the
 	// one pass serves the whole extraction, classify is one look-up.
 	if n := len(t.keys); n <= maxSlots {
@@ -316,15 +329,24 @@ func (a *attrs[S]) none(mask uint64) bool { return a.sink != nil && a.sink.seen&
 
 // first returns the first key of l present, as first does with keys.
 func (a *attrs[S]) first(l keyList) (Value, string, bool) {
-	if a.none(l.mask) {
+	v, sl, ok := a.firstSlot(l)
+	if !ok {
 		return Value{}, "", false
+	}
+	return v, a.t.keys[sl], true
+}
+
+// firstSlot is first, naming the key by its slot.
+func (a *attrs[S]) firstSlot(l keyList) (Value, int32, bool) {
+	if a.none(l.mask) {
+		return Value{}, -1, false
 	}
 	for _, sl := range l.slots {
 		if v, ok := a.get(sl); ok {
-			return v, a.t.keys[sl], true
+			return v, sl, true
 		}
 	}
-	return Value{}, "", false
+	return Value{}, -1, false
 }
 
 // firstOrResource is firstSpanOrResource over l; memo, when not nil, keeps

@@ -186,8 +186,8 @@ func classify[S Span](x *Extractor, s S) (string, bool) {
 // first, then the tool_call matches, whose values attr reads.
 func classifyBy[S Span](x *Extractor, s S, attr func(i int) (Value, bool)) (string, bool) {
 	name := s.Name()
-	for _, m := range x.keys.ToolSpanNames {
-		if m.matchName(name) {
+	for i := range x.keys.ToolSpanNames {
+		if m := &x.keys.ToolSpanNames[i]; m.matchName(name) {
 			return m.Client, true
 		}
 	}
@@ -401,8 +401,8 @@ func toolName[S Span](x *Extractor, a *attrs[S]) string {
 // in gen_ai.client.inference.operation.details messages). Values listed as
 // redacted count as absent.
 func lookupContent[S Span](x *Extractor, a *attrs[S], slots keyList, events []EventKey) (text string, found, truncated bool) {
-	if v, k, ok := a.first(slots); ok {
-		if x.redacted(k, v) {
+	if v, sl, ok := a.firstSlot(slots); ok {
+		if x.slots.mayRedact(sl) && x.redacted(a.t.keys[sl], v) {
 			return "", false, false
 		}
 		return v.Text(), true, v.Truncated
@@ -554,6 +554,7 @@ func failure[S Span](x *Extractor, a *attrs[S], result string, resultOK bool) (f
 				if class == "" {
 					class = "retry_requested"
 				}
+				break // any further marker would change nothing
 			}
 		}
 	}
