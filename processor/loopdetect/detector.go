@@ -222,7 +222,7 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 						return false
 					})
 				}
-				maybeTool, noUsage := d.pre.Screen(span)
+				maybeTool, noUsage, declared := d.pre.ScreenDeclared(span)
 				if !maybeTool {
 					if !noUsage {
 						d.usage(ctx, st, span, res)
@@ -230,7 +230,7 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 					continue
 				}
 				d.flushTokens(st)
-				ok, out := extract.Extract(d.x, pdataspan.Span{S: span, Res: res}, &st.sc, &st.call)
+				ok, out := d.extract(st, span, res, declared)
 				if !ok {
 					d.usage(ctx, st, span, res)
 					continue
@@ -264,6 +264,16 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 		return err
 	}
 	return d.eventTimeTick(ctx)
+}
+
+// extract reads span into st.call; declared is the prefilter's word that
+// the span declares a tool call, which Extract then need not look up.
+func (d *detector) extract(st *batchState, span ptrace.Span, res pcommon.Map, declared bool) (bool, extract.Outcome) {
+	s := pdataspan.Span{S: span, Res: res}
+	if declared {
+		return extract.ExtractDeclared(d.x, s, &st.sc, &st.call)
+	}
+	return extract.Extract(d.x, s, &st.sc, &st.call)
 }
 
 // batchCounts are one batch's counters, added to the metrics once.

@@ -178,11 +178,45 @@ func (t *attrTable) fill(size uint32) int {
 // attributes, in the lists' order.
 type roleSlots struct {
 	hints, skip, failure                              []int32 // parallel to ClientHints, SkipSpans, Failure
-	hintMask                                          uint64  // the hints' slots, when they fit maxSlots
-	toolName, args, result, callID, errType, toolStat []int32
-	session, agent                                    []int32
+	hintMask, skipMask, failureMask                   uint64  // their slots' bits
+	toolName, args, result, callID, errType, toolStat keyList
+	session, agent                                    keyList
 	fingerprint, attempt, initial, backoff, maxAtt    int32
 	owner, deadline, reason                           int32
+	// evidenceMask: the evidence keys evidence reads first (the policy's
+	// interval and rate are read only with its max attempts).
+	evidenceMask uint64
+	// redactMask: the argument and result keys that Redacted names, the
+	// only ones whose values may be redacted.
+	redactMask uint64
+	// toolCall is parallel to ToolCall, nil when its keys would not fit
+	// maxSlots with the others: classify then reads them with Span.Attr.
+	toolCall []int32
+}
+
+// mayRedact reports whether Redacted names the key of slot.
+func (r *roleSlots) mayRedact(sl int32) bool {
+	return sl >= maxSlots || r.redactMask&(1<<uint(sl)) != 0
+}
+
+// keyList is one key list's slots, in the list's order, with their bits:
+// after the one pass, a list none of whose keys the span has is passed
+// over at once.
+type keyList struct {
+	slots []int32
+	mask  uint64
+}
+
+// bits returns the bits of slots (a slot of maxSlots or more has none:
+// the one pass, which the bits serve, is then not used).
+func bits(slots ...int32) uint64 {
+	var m uint64
+	for _, sl := range slots {
+		if sl < maxSlots {
+			m |= 1 << uint(sl)
+		}
+	}
+	return m
 }
 
 func compileSlots(k *Keys) (attrTable, roleSlots) {
@@ -196,16 +230,20 @@ func compileSlots(k *Keys) (attrTable, roleSlots) {
 		}
 		return out
 	}
+	list := func(keys []string) keyList {
+		sl := t.slots(index, keys)
+		return keyList{slots: sl, mask: bits(sl...)}
+	}
 	r.hints = matchKeys(k.ClientHints)
 	r.skip = matchKeys(k.SkipSpans)
-	r.toolName = t.slots(index, k.ToolName)
-	r.session = t.slots(index, k.Session)
-	r.agent = t.slots(index, k.Agent)
-	r.callID = t.slots(index, k.CallID)
-	r.args = t.slots(index, k.Arguments)
-	r.result = t.slots(index, k.Result)
-	r.errType = t.slots(index, k.ErrorType)
-	r.toolStat = t.slots(index, k.ToolStatus)
+	r.toolName = list(k.ToolName)
+	r.session = list(k.Session)
+	r.agent = list(k.Agent)
+	r.callID = list(k.CallID)
+	r.args = list(k.Arguments)
+	r.result = list(k.Result)
+	r.errType = list(k.ErrorType)
+	r.toolStat = list(k.ToolStatus)
 	r.failure = matchKeys(k.Failure)
 	r.fingerprint = t.slot(index, k.Fingerprint)
 	r.attempt = t.slot(index, k.RetryAttempt)
@@ -215,9 +253,19 @@ func compileSlots(k *Keys) (attrTable, roleSlots) {
 	r.owner = t.slot(index, k.WaitOwner)
 	r.deadline = t.slot(index, k.WaitDeadline)
 	r.reason = t.slot(index, k.WaitReason)
-	for _, sl := range r.hints {
-		if sl < maxSlots {
-			r.hintMask |= 1 << uint(sl)
+	r.hintMask, r.skipMask, r.failureMask = bits(r.hints...), bits(r.skip...), bits(r.failure...)
+	r.evidenceMask = bits(r.attempt, r.maxAtt, r.owner, r.deadline)
+	for _, m := range k.Redacted {
+		if sl, ok := index[m.Key]; ok {
+			r.redactMask |= bits(sl)
+		}
+	}
+	// The tool_call keys last, and only if they fit with the rest: the
+	// one pass serves the whole extraction, classify is one look-up.
+	if n := len(t.keys); n <= maxSlots {
+		r.toolCall = matchKeys(k.ToolCall)
+		if len(t.keys) > maxSlots {
+			t.keys, r.toolCall = t.keys[:n], nil
 		}
 	}
 	t.build()
@@ -275,21 +323,37 @@ func (a *attrs[S]) get(slot int32) (Value, bool) {
 	return a.s.Attr(a.t.keys[slot])
 }
 
-// first returns the first key of slots present, as first does with keys.
-func (a *attrs[S]) first(slots []int32) (Value, string, bool) {
-	for _, sl := range slots {
-		if v, ok := a.get(sl); ok {
-			return v, a.t.keys[sl], true
-		}
+// none reports that the span has none of the keys of mask, which only the
+// one pass tells without looking them up.
+func (a *attrs[S]) none(mask uint64) bool { return a.sink != nil && a.sink.seen&mask == 0 }
+
+// first returns the first key of l present, as first does with keys.
+func (a *attrs[S]) first(l keyList) (Value, string, bool) {
+	v, sl, ok := a.firstSlot(l)
+	if !ok {
+		return Value{}, "", false
 	}
-	return Value{}, "", false
+	return v, a.t.keys[sl], true
 }
 
-// firstOrResource is firstSpanOrResource over slots; memo, when not nil,
-// keeps the resource's answer for the spans that share it.
-func (a *attrs[S]) firstOrResource(slots []int32, memo *resourceFirst) (Value, string, bool) {
-	if v, k, ok := a.first(slots); ok {
+// firstSlot is first, naming the key by its slot.
+func (a *attrs[S]) firstSlot(l keyList) (Value, int32, bool) {
+	if a.none(l.mask) {
+		return Value{}, -1, false
+	}
+	for _, sl := range l.slots {
+		if v, ok := a.get(sl); ok {
+			return v, sl, true
+		}
+	}
+	return Value{}, -1, false
+}
+
+// firstOrResource is firstSpanOrResource over l; memo, when not nil, keeps
+// the resource's answer for the spans that share it.
+func (a *attrs[S]) firstOrResource(l keyList, memo *resourceFirst) (Value, string, bool) {
+	if v, k, ok := a.first(l); ok {
 		return v, k, true
 	}
-	return resourceFirstOf(a.s, a.t.keys, slots, memo)
+	return resourceFirstOf(a.s, a.t.keys, l.slots, memo)
 }

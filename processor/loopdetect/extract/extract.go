@@ -179,14 +179,21 @@ func classify[S Span](x *Extractor, s S) (string, bool) {
 	if declared, ok := declaredTool(x, s); ok && !declared {
 		return "", false
 	}
+	return classifyBy(x, s, func(i int) (Value, bool) { return s.Attr(x.keys.ToolCall[i].Key) })
+}
+
+// classifyBy is classify's tests after the declared operation: span names
+// first, then the tool_call matches, whose values attr reads.
+func classifyBy[S Span](x *Extractor, s S, attr func(i int) (Value, bool)) (string, bool) {
 	name := s.Name()
-	for _, m := range x.keys.ToolSpanNames {
-		if m.matchName(name) {
+	for i := range x.keys.ToolSpanNames {
+		if m := &x.keys.ToolSpanNames[i]; m.matchName(name) {
 			return m.Client, true
 		}
 	}
-	for _, m := range x.keys.ToolCall {
-		if v, ok := s.Attr(m.Key); ok && v.Kind == KindString && EqualFold(v.Str, m.Value) {
+	for i := range x.keys.ToolCall {
+		m := &x.keys.ToolCall[i]
+		if v, ok := attr(i); ok && v.Kind == KindString && EqualFold(v.Str, m.Value) {
 			return m.Client, true
 		}
 	}
@@ -232,6 +239,9 @@ func clientHint[S Span](x *Extractor, a *attrs[S], client string) string {
 }
 
 func skipped[S Span](x *Extractor, a *attrs[S]) bool {
+	if a.none(x.slots.skipMask) {
+		return false
+	}
 	for i := range x.keys.SkipSpans {
 		m := &x.keys.SkipSpans[i]
 		if v, ok := a.get(x.slots.skip[i]); ok && m.matchValue(v) {
@@ -243,13 +253,43 @@ func skipped[S Span](x *Extractor, a *attrs[S]) bool {
 
 // Extract fills c from s and reports whether s is a tool call.
 func Extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall) (bool, Outcome) {
+	declared, ok := declaredTool(x, s)
+	if ok && !declared {
+		return false, Outcome{}
+	}
+	return extract(x, s, sc, c, declared)
+}
+
+// ExtractDeclared is Extract for a span its caller has seen declare a tool
+// call: the first tool_call key's first occurrence is a string equal (as
+// EqualFold) to one of that key's tool_call values, as
+// pdataspan.Prefilter's screening reports. That look-up is not made again.
+func ExtractDeclared[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall) (bool, Outcome) {
+	return extract(x, s, sc, c, true)
+}
+
+// extract is Extract once the declared operation is known: declared, or
+// none declared.
+func extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall, declared bool) (bool, Outcome) {
 	var out Outcome
-	// Classify, its ClientHints step read from the one pass below.
-	client, ok := classify(x, s)
+	var a attrs[S]
+	var client string
+	var ok bool
+	if declared && x.slots.toolCall != nil {
+		// A tool call whatever else it has: its one pass over the
+		// attributes comes first and answers classify's look-ups too.
+		a = newAttrs(x, s, sc)
+		client, ok = classifyBy(x, s, func(i int) (Value, bool) { return a.get(x.slots.toolCall[i]) })
+	} else {
+		// Classify, its ClientHints step read from the one pass below.
+		client, ok = classifyBy(x, s, func(i int) (Value, bool) { return s.Attr(x.keys.ToolCall[i].Key) })
+		if ok {
+			a = newAttrs(x, s, sc)
+		}
+	}
 	if !ok {
 		return false, out
 	}
-	a := newAttrs(x, s, sc)
 	*c = engine.ToolCall{Client: clientHint(x, &a, client)}
 	c.Tool = toolName(x, &a)
 	if x.skipTool(c.Tool) || skipped(x, &a) {
@@ -360,9 +400,9 @@ func toolName[S Span](x *Extractor, a *attrs[S]) string {
 // span events (Strands puts them in gen_ai.tool.message / gen_ai.choice, or
 // in gen_ai.client.inference.operation.details messages). Values listed as
 // redacted count as absent.
-func lookupContent[S Span](x *Extractor, a *attrs[S], slots []int32, events []EventKey) (text string, found, truncated bool) {
-	if v, k, ok := a.first(slots); ok {
-		if x.redacted(k, v) {
+func lookupContent[S Span](x *Extractor, a *attrs[S], slots keyList, events []EventKey) (text string, found, truncated bool) {
+	if v, sl, ok := a.firstSlot(slots); ok {
+		if x.slots.mayRedact(sl) && x.redacted(a.t.keys[sl], v) {
 			return "", false, false
 		}
 		return v.Text(), true, v.Truncated
@@ -482,6 +522,9 @@ func failure[S Span](x *Extractor, a *attrs[S], result string, resultOK bool) (f
 		isErr = true
 	}
 	for i := range x.keys.Failure {
+		if a.none(x.slots.failureMask) {
+			break
+		}
 		m := &x.keys.Failure[i]
 		if v, ok := a.get(x.slots.failure[i]); ok && m.matchValue(v) {
 			isErr = true
@@ -511,6 +554,7 @@ func failure[S Span](x *Extractor, a *attrs[S], result string, resultOK bool) (f
 				if class == "" {
 					class = "retry_requested"
 				}
+				break // any further marker would change nothing
 			}
 		}
 	}
@@ -543,6 +587,9 @@ func failure[S Span](x *Extractor, a *attrs[S], result string, resultOK bool) (f
 func evidence[S Span](x *Extractor, a *attrs[S], c *engine.ToolCall) bool {
 	ok := true
 	k := &x.slots
+	if a.none(k.evidenceMask) {
+		return true // most spans: no evidence attribute at all
+	}
 	if v, found := a.get(k.attempt); found {
 		if f, isNum := v.Number(); isNum && f >= 1 {
 			c.Attempt = int(f)

@@ -58,7 +58,7 @@ func ExtractUsage[S Span](x *Extractor, s S, sc *Scratch) (Usage, bool) {
 func UsageSession[S Span](x *Extractor, s S, sc *Scratch) string {
 	// The one-pass attribute read is needed only for configured session
 	// keys; by default the session is the trace id.
-	if len(x.slots.session) > 0 {
+	if len(x.slots.session.slots) > 0 {
 		a := newAttrs(x, s, sc)
 		if v, _, ok := a.firstOrResource(x.slots.session, sc.resource(x).sessionMemo()); ok && v.Text() != "" {
 			return v.Text()

@@ -39,6 +39,9 @@ type Prefilter struct {
 	// opKey is the declared operation's key, when declares.
 	opKey    string
 	declares bool
+	// opFirst: opKey is the first tool_call key, the one
+	// extract.ExtractDeclared takes as read.
+	opFirst bool
 }
 
 // opMatch is a match on the declared operation with the byte lengths a
@@ -101,7 +104,7 @@ func NewPrefilter(k extract.Keys) *Prefilter {
 	}
 	if len(p.keys) > 0 {
 		op := p.keys[0].Key
-		p.opKey, p.declares = op, true
+		p.opKey, p.declares, p.opFirst = op, true, k.ToolCall[0].Key == op
 		for _, m := range p.keys {
 			if m.Key == op {
 				o := newOpMatch(m)
@@ -160,29 +163,38 @@ func (p *Prefilter) MaybeTool(span ptrace.Span) bool {
 // report nothing for it, so it need not be called. Most model and agent
 // spans declare their operation, and this costs no further look-up.
 func (p *Prefilter) Screen(span ptrace.Span) (maybeTool, noUsage bool) {
+	maybeTool, noUsage, _ = p.ScreenDeclared(span)
+	return maybeTool, noUsage
+}
+
+// ScreenDeclared is Screen that also reports declared, for a span that
+// declares a tool call as extract.ExtractDeclared requires: its first
+// tool_call key holds one of that key's tool_call values. Extracting it,
+// the caller need not look the operation up again.
+func (p *Prefilter) ScreenDeclared(span ptrace.Span) (maybeTool, noUsage, declared bool) {
 	// The declared operation decides alone, as in extract.Classify.
 	if p.declares {
 		if v, ok := span.Attributes().Get(p.opKey); ok {
 			if v.Type() != pcommon.ValueTypeStr {
-				return true, false // rendered as text by Value: leave it to Classify
+				return true, false, false // rendered as text by Value: leave it to Classify
 			}
 			str := v.Str()
 			for i := range p.opTools {
 				o := &p.opTools[i]
 				if o.fits(len(str)) && (str == o.m.Value || !extract.FoldMismatch(str, o.m.Value) && strings.EqualFold(str, o.m.Value)) {
-					return true, false
+					return true, false, p.opFirst
 				}
 			}
 			// Usage looks the key up as Get does (the first occurrence).
 			for i := range p.opSkip {
 				if o := &p.opSkip[i]; o.fits(len(str)) && o.m.MatchesString(str) {
-					return false, true
+					return false, true, false
 				}
 			}
-			return false, false
+			return false, false, false
 		}
 	}
-	return p.maybeToolUndeclared(span), false
+	return p.maybeToolUndeclared(span), false, false
 }
 
 // maybeToolUndeclared is MaybeTool for a span that declares no operation.
