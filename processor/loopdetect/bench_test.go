@@ -190,6 +190,7 @@ var procs = []benchProc{
 //   - mix=nontool:   the same without execute_tool spans (the non-tool floor target): no session has a tool call, so none is tracked
 //   - mix=nontool-tracked: the nontool batches after every session has made tool calls (the realistic batches, fed before the warm-up), so each model span's usage is read and added to its session
 //   - mix=tools:     execute_tool spans only
+//   - mix=tools-fresh: the same with a pool of two batches renewed between rounds, so each batch arrives just written, in cache, as a receiver hands it over (the session table stays as large)
 func BenchmarkProcessor(b *testing.B) {
 	mixes := []struct {
 		name    string
@@ -200,6 +201,7 @@ func BenchmarkProcessor(b *testing.B) {
 		{"nontool", benchdata.NonTool(), false},
 		{"nontool-tracked", benchdata.NonTool(), true},
 		{"tools", func() benchdata.Mix { m := benchdata.Realistic(); m.ToolEvery = 1; return m }(), false},
+		{"tools-fresh", func() benchdata.Mix { m := benchdata.Realistic(); m.ToolEvery = 1; m.PoolBatches = 2; return m }(), false},
 	}
 	for _, mx := range mixes {
 		w := benchdata.New(mx.mix)
