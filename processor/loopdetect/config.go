@@ -71,7 +71,8 @@ type Config struct {
 	// expiry) are checked. Default 1s.
 	TickInterval time.Duration `mapstructure:"tick_interval"`
 	// EventTime makes the clock follow span end times instead of the wall
-	// clock, for replaying recorded traces. Default false.
+	// clock, for replaying recorded traces. Default false: the wall clock,
+	// read once per batch, so the decisions of one batch share its time.
 	EventTime bool `mapstructure:"event_time"`
 
 	// observer, when set by ObserveCalls, sees every tool call read (replay audits).
