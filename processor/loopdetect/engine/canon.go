@@ -272,6 +272,18 @@ func shortWords(s string) (a, b uint64) {
 	return a, b
 }
 
+// wordWords is shortWords of a string of n < 8 bytes held in w (the first
+// in the low byte), without the loads.
+func wordWords(w uint64, n int) (a, b uint64) {
+	if n >= 4 {
+		return w & 0xffffffff, w >> (8 * (n - 4)) & 0xffffffff
+	}
+	if n > 0 {
+		a = (w&0xff)<<16 | (w>>(8*(n>>1))&0xff)<<8 | w>>(8*(n-1))&0xff
+	}
+	return a, 0
+}
+
 func shortHash(a, b uint64, n int) uint64 {
 	return mum(a^0xa0761d6478bd642f, b^0xe7037ed1a0b428db^uint64(n))
 }
@@ -567,10 +579,20 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 			// is found 8 bytes at a time (quoteOrEscapeAt, in line).
 			start := pos + 1
 			i := start
-			for ; i+8 <= len(s); i += 8 {
-				if m := quoteOrEscape(load64(s, i)); m != 0 {
+			// w is the string's first 8 bytes, if s has them: a key or
+			// number shorter than that is hashed from it.
+			var w uint64
+			if i+8 <= len(s) {
+				w = load64(s, i)
+				if m := quoteOrEscape(w); m != 0 {
 					i += bits.TrailingZeros64(m) >> 3
 					goto found
+				}
+				for i += 8; i+8 <= len(s); i += 8 {
+					if m := quoteOrEscape(load64(s, i)); m != 0 {
+						i += bits.TrailingZeros64(m) >> 3
+						goto found
+					}
 				}
 			}
 			if i = quoteOrEscapeAt(s, i); i < 0 {
@@ -586,11 +608,24 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 				if str, err = h.unescape(start, i); err != nil {
 					return 0, err
 				}
-				pos = h.pos
+				pos, w = h.pos, 0
 			}
 			if expectKey {
 				// str may alias buf: it is done with before the value.
-				keyHash, denied, statusKey = h.key(str, depth)
+				if n := len(str); n < 8 && w != 0 {
+					// key, in line for the most frequent keys: short
+					// and without escapes.
+					w &= 1<<(8*n) - 1
+					a, b := wordWords(w, n)
+					keyHash, denied, statusKey = shortHash(a, b, n), false, false
+					if unclean(w) != 0 {
+						denied, statusKey = h.classify(str, depth)
+					} else if h.deny.mayHaveClean(keyHash, str, true) || (h.terminal != nil && depth < 3 && h.terminal.keys.mayHaveClean(keyHash, str, false)) {
+						denied, statusKey = h.match(str, depth)
+					}
+				} else {
+					keyHash, denied, statusKey = h.key(str, depth)
+				}
 				if wrap != nil {
 					wkey = wrapperKey(str)
 				}
@@ -614,13 +649,23 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 					goto value
 				}
 			}
-			vh = hashString(str)
+			if n := len(str); n > 16 && str[n-1] > ' ' && str[0] > ' ' {
+				vh = xxhash.Sum64String(str) ^ tagString // hashString, in line
+			} else {
+				vh = hashString(str)
+			}
 		case c == '-' || ('0' <= c && c <= '9'):
 			i := pos + 1
 			for i < len(s) && isNumber[s[i]] {
 				i++
 			}
-			vh, pos = strHash(s[pos:i])^tagNumber, i
+			if n := i - pos; n < 8 && pos+8 <= len(s) {
+				a, b := wordWords(load64(s, pos)&(1<<(8*n)-1), n)
+				vh = shortHash(a, b, n) ^ tagNumber
+			} else {
+				vh = strHash(s[pos:i]) ^ tagNumber
+			}
+			pos = i
 		case c == '{' || c == '[':
 			var err error
 			h.pos = pos
