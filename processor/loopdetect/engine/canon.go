@@ -456,18 +456,9 @@ func (h *canonHasher) unescape(start, i int) (string, error) {
 		if i >= len(s) {
 			return "", errSyntax
 		}
-		switch e := s[i]; e {
-		case 'n':
-			buf = append(buf, '\n')
-		case 't':
-			buf = append(buf, '\t')
-		case 'r':
-			buf = append(buf, '\r')
-		case 'b':
-			buf = append(buf, '\b')
-		case 'f':
-			buf = append(buf, '\f')
-		case 'u':
+		if e := s[i]; e != 'u' {
+			buf = append(buf, unescapeByte[e])
+		} else {
 			if i+4 >= len(s) {
 				return "", errSyntax
 			}
@@ -486,23 +477,47 @@ func (h *canonHasher) unescape(start, i int) (string, error) {
 				}
 			}
 			buf = utf8.AppendRune(buf, r)
-		default:
-			buf = append(buf, e)
 		}
 		i++
-		j := quoteOrEscapeAt(s, i)
-		if j < 0 {
-			return "", errSyntax
+		// The run up to the next quote or escape is copied 8 bytes at a
+		// time while the buffer has room for a whole word: a word is
+		// stored before its quote or escape is looked for, and the bytes
+		// past the run are overwritten by what follows.
+		for i+8 <= len(s) && len(buf)+8 <= cap(buf) {
+			x := load64(s, i)
+			k := len(buf)
+			binary.LittleEndian.PutUint64(buf[k:k+8], x)
+			if m := quoteOrEscape(x); m != 0 {
+				d := bits.TrailingZeros64(m) >> 3
+				buf, i = buf[:k+d], i+d
+				goto runEnd
+			}
+			buf, i = buf[:k+8], i+8
 		}
-		buf = append(buf, s[i:j]...)
-		i = j
-		if s[j] == '"' {
-			h.pos = j + 1
+		if j := quoteOrEscapeAt(s, i); j < 0 {
+			return "", errSyntax
+		} else {
+			buf, i = append(buf, s[i:j]...), j
+		}
+	runEnd:
+		if s[i] == '"' {
+			h.pos = i + 1
 			// Aliases buf: callers use it before the next str call.
 			return unsafe.String(unsafe.SliceData(buf), len(buf)), nil
 		}
 	}
 }
+
+// unescapeByte is the byte a one-byte escape \x stands for: the control
+// characters for n, t, r, b and f, x itself for every other x (JSON's ", \
+// and /, and whatever a lenient reading lets through).
+var unescapeByte = func() (t [256]byte) {
+	for i := range t {
+		t[i] = byte(i)
+	}
+	t['n'], t['t'], t['r'], t['b'], t['f'] = '\n', '\t', '\r', '\b', '\f'
+	return t
+}()
 
 func hex4(s string) (rune, bool) {
 	var r rune
