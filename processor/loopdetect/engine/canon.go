@@ -814,8 +814,9 @@ func (h *canonHasher) match(key string, depth int) (denied, statusKey bool) {
 }
 
 func (t *terminalMatcher) matchValue(v string) bool {
+	v = strings.TrimSpace(v)
 	for _, tv := range t.values {
-		if strings.EqualFold(tv, strings.TrimSpace(v)) {
+		if strings.EqualFold(tv, v) {
 			return true
 		}
 	}
