@@ -17,7 +17,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
-// refMix is the splitmix64 finalizer: cheap, and good enough to combine
+// mix is the splitmix64 finalizer: cheap, and good enough to combine
 // member hashes for in-memory keys.
 func refMix(x uint64) uint64 {
 	x ^= x >> 30
@@ -28,29 +28,29 @@ func refMix(x uint64) uint64 {
 	return x
 }
 
-var refErrSyntax = errors.New("malformed JSON")
+var errRefSyntax = errors.New("malformed JSON")
 
-// refKeySet matches object keys regardless of case, '_', '-' and '.', so that
+// keySet matches object keys regardless of case, '_', '-' and '.', so that
 // request_id, requestId and Request-ID are one key; a trailing '*' in a
 // configured key matches a prefix. Keys are compared by a hash of their
-// refNormalized form, computed in one pass with no buffer.
+// normalized form, computed in one pass with no buffer.
 type refKeySet struct {
 	exact map[uint64]struct{}
 	// filter has bit (hash & 255) of every exact key, so most keys are
 	// rejected without a map lookup.
 	filter   [4]uint64
 	prefixes []refPrefixHash
-	// prefixLens has bit n set when some prefix is n refNormalized bytes long.
+	// prefixLens has bit n set when some prefix is n normalized bytes long.
 	prefixLens uint64
-	// shapes has bit shapeBit of every exact key's refNormalized form, and
+	// shapes has bit shapeBit of every exact key's normalized form, and
 	// prefixFirst the folded first byte of every prefix: together they let
-	// mayHave rule out most keys before the byte-by-byte refNormalized hash.
+	// mayHave rule out most keys before the byte-by-byte normalized hash.
 	shapes      [8]uint64
 	prefixFirst [4]uint64
 	prefixMin   int // refNormalized length of the shortest prefix
-	// clean has bit refShortHash&511 of every exact key whose refNormalized
+	// clean has bit shortHash&511 of every exact key whose normalized
 	// form is at most 16 bytes: a clean key (see clean) is its own
-	// refNormalized form, and the hash of it is at hand.
+	// normalized form, and the hash of it is at hand.
 	clean [8]uint64
 }
 
@@ -64,7 +64,7 @@ const (
 	refNormPrime = 0x100000001b3
 )
 
-// refNormStep folds one key byte as the normalization does; skip is true for
+// normStep folds one key byte as the normalization does; skip is true for
 // the separators it drops.
 func refNormStep(h uint64, c byte) (uint64, bool) {
 	switch {
@@ -96,7 +96,7 @@ func refNewKeySet(keys []string) *refKeySet {
 				ks.prefixes = append(ks.prefixes, refPrefixHash{n: n, h: h})
 				ks.prefixLens |= 1 << n
 			}
-			// hash compares prefixes from one refNormalized byte on: an empty
+			// hash compares prefixes from one normalized byte on: an empty
 			// one never matches.
 			if n < 64 && n > 0 {
 				first := refNormalized(p)[0] | 0x20
@@ -124,7 +124,7 @@ func refNewKeySet(keys []string) *refKeySet {
 	return ks
 }
 
-// refNormalized is key as the refNormalized hash sees it: separators dropped,
+// normalized is key as the normalized hash sees it: separators dropped,
 // ASCII letters lower case.
 func refNormalized(key string) string {
 	b := make([]byte, 0, len(key))
@@ -139,22 +139,22 @@ func refNormalized(key string) string {
 	return string(b)
 }
 
-// refIsSep marks the separators normalization drops.
+// isSep marks the separators normalization drops.
 var refIsSep = [256]uint8{'_': 1, '-': 1, '.': 1}
 
-// refKeyShape is what mayHave compares: a key's refNormalized length and its
-// first and last refNormalized bytes, folded with |0x20 (which maps A-Z onto
+// keyShape is what mayHave compares: a key's normalized length and its
+// first and last normalized bytes, folded with |0x20 (which maps A-Z onto
 // a-z, as normalization does, and merges a few other pairs: a filter may
 // let keys through, it must not turn a matching key away).
 type refKeyShape struct {
 	n           int
 	first, last byte
 	// edge: the key is empty or starts or ends with a separator; its
-	// refNormalized ends are not at hand and every set may have it.
+	// normalized ends are not at hand and every set may have it.
 	edge bool
 }
 
-// refShapeOf returns key's shape in one pass without a buffer.
+// shapeOf returns key's shape in one pass without a buffer.
 func refShapeOf(key string) refKeyShape {
 	n := len(key)
 	if n == 0 || refIsSep[key[0]] != 0 || refIsSep[key[n-1]] != 0 {
@@ -189,15 +189,7 @@ func (ks *refKeySet) mayHave(k refKeyShape, prefixes bool) bool {
 		ks.prefixFirst[k.first>>6]&(1<<(k.first&63)) != 0
 }
 
-func (ks *refKeySet) match(key string) bool {
-	if ks == nil || len(key) > 64 {
-		return false
-	}
-	h, prefixed := ks.hash(key)
-	return prefixed || ks.hasExact(h)
-}
-
-// hash returns key's refNormalized hash, and whether a prefix matched on the way.
+// hash returns key's normalized hash, and whether a prefix matched on the way.
 func (ks *refKeySet) hash(key string) (uint64, bool) {
 	if ks == nil {
 		h, _ := refNormHash(key)
@@ -230,7 +222,7 @@ func (ks *refKeySet) hasExact(h uint64) bool {
 	return ok
 }
 
-// refStrHash hashes a string; short strings (most keys and values) take a
+// strHash hashes a string; short strings (most keys and values) take a
 // multiply-fold path far cheaper than a general hash's setup.
 func refStrHash(s string) uint64 {
 	if len(s) > 16 {
@@ -240,8 +232,8 @@ func refStrHash(s string) uint64 {
 	return refShortHash(a, b, len(s))
 }
 
-// refShortWords reads a string of at most 16 bytes as the two words
-// refShortHash folds. With the length they determine the string: for 8 to 16
+// shortWords reads a string of at most 16 bytes as the two words
+// shortHash folds. With the length they determine the string: for 8 to 16
 // bytes the words overlap, for 4 to 7 the halves do, and below 4 every
 // byte is one of the three read.
 func refShortWords(s string) (a, b uint64) {
@@ -262,20 +254,20 @@ func refShortHash(a, b uint64, n int) uint64 {
 	return refMum(a^0xa0761d6478bd642f, b^0xe7037ed1a0b428db^uint64(n))
 }
 
-// refMum is the 64×64→128 multiply-fold at the heart of wyhash.
+// mum is the 64×64→128 multiply-fold at the heart of wyhash.
 func refMum(a, b uint64) uint64 {
 	hi, lo := bits.Mul64(a, b)
 	return hi ^ lo
 }
 
-// refTerminalMatcher recognises a finished async result: a status-like key
+// terminalMatcher recognises a finished async result: a status-like key
 // whose string value names a final state.
 type refTerminalMatcher struct {
 	keys   *refKeySet
 	values []string
 }
 
-// refCanonHasher hashes one JSON document in a single pass into a digest that
+// canonHasher hashes one JSON document in a single pass into a digest that
 // ignores key order, member nulls, surrounding whitespace of strings and the
 // denylisted keys at any depth. Objects combine member hashes with a sum, so
 // no keys are sorted and nothing is allocated.
@@ -319,7 +311,7 @@ func (h *refCanonHasher) peek() byte {
 	return 0
 }
 
-// refIsNumber marks the bytes a number token runs over. The scanner is
+// isNumber marks the bytes a number token runs over. The scanner is
 // lenient on purpose: it hashes the token as written.
 var refIsNumber = [256]bool{
 	'0': true, '1': true, '2': true, '3': true, '4': true, '5': true, '6': true, '7': true, '8': true, '9': true,
@@ -327,10 +319,10 @@ var refIsNumber = [256]bool{
 }
 
 // value hashes the value at pos. wrap collects the hashes of wrapper
-// members of a top-level object (see refWrapperInfo).
+// members of a top-level object (see wrapperInfo).
 func (h *refCanonHasher) value(depth int, wrap *refWrapperInfo) (uint64, bool, error) {
 	if depth > maxDepth {
-		return 0, false, refErrSyntax
+		return 0, false, errRefSyntax
 	}
 	switch c := h.peek(); {
 	case c == '{':
@@ -350,7 +342,7 @@ func (h *refCanonHasher) value(depth int, wrap *refWrapperInfo) (uint64, bool, e
 	case c == '-' || ('0' <= c && c <= '9'):
 		return h.number(), false, nil
 	default:
-		return 0, false, refErrSyntax
+		return 0, false, errRefSyntax
 	}
 }
 
@@ -408,7 +400,7 @@ func refHashString(s string) uint64 {
 
 func (h *refCanonHasher) literal(lit string, tag uint64) (uint64, bool, error) {
 	if !strings.HasPrefix(h.s[h.pos:], lit) {
-		return 0, false, refErrSyntax
+		return 0, false, errRefSyntax
 	}
 	h.pos += len(lit)
 	return tag, false, nil
@@ -420,7 +412,7 @@ const (
 	refSwarHigh = 0x8080808080808080
 )
 
-// refQuoteOrEscape marks with its high bit each byte of x (8 string bytes,
+// quoteOrEscape marks with its high bit each byte of x (8 string bytes,
 // the first in the low byte) that is '"' or '\\'. Borrows may also mark
 // bytes after a true match, so only the lowest mark is exact.
 func refQuoteOrEscape(x uint64) uint64 {
@@ -429,12 +421,12 @@ func refQuoteOrEscape(x uint64) uint64 {
 	return ((q-refSwarOnes)&^q | (e-refSwarOnes)&^e) & refSwarHigh
 }
 
-// refLoad64 reads s[i:i+8] as a little-endian word.
+// load64 reads s[i:i+8] as a little-endian word.
 func refLoad64(s string, i int) uint64 {
 	return binary.LittleEndian.Uint64([]byte(s[i : i+8]))
 }
 
-// refQuoteOrEscapeAt returns the index of the first '"' or '\\' in s at or
+// quoteOrEscapeAt returns the index of the first '"' or '\\' in s at or
 // after i, 8 bytes at a time, or -1.
 func refQuoteOrEscapeAt(s string, i int) int {
 	for ; i+8 <= len(s); i += 8 {
@@ -455,7 +447,7 @@ func refQuoteOrEscapeAt(s string, i int) int {
 func (h *refCanonHasher) str() (string, error) {
 	s := h.s
 	start := h.pos + 1 // after the opening quote
-	// refQuoteOrEscapeAt, inlined: strings are the most frequent token.
+	// quoteOrEscapeAt, inlined: strings are the most frequent token.
 	i := start
 	for ; i+8 <= len(s); i += 8 {
 		if m := refQuoteOrEscape(refLoad64(s, i)); m != 0 {
@@ -464,7 +456,7 @@ func (h *refCanonHasher) str() (string, error) {
 		}
 	}
 	if i = refQuoteOrEscapeAt(s, i); i < 0 {
-		return "", refErrSyntax
+		return "", errRefSyntax
 	}
 found:
 	if h.s[i] == '"' {
@@ -484,7 +476,7 @@ func (h *refCanonHasher) unescape(start, i int) (string, error) {
 		// s[i] is a backslash.
 		i++
 		if i >= len(s) {
-			return "", refErrSyntax
+			return "", errRefSyntax
 		}
 		switch e := s[i]; e {
 		case 'n':
@@ -499,11 +491,11 @@ func (h *refCanonHasher) unescape(start, i int) (string, error) {
 			buf = append(buf, '\f')
 		case 'u':
 			if i+4 >= len(s) {
-				return "", refErrSyntax
+				return "", errRefSyntax
 			}
 			r, ok := refHex4(s[i+1 : i+5])
 			if !ok {
-				return "", refErrSyntax
+				return "", errRefSyntax
 			}
 			i += 4
 			// A surrogate pair is one character: "\ud83d\ude00" == "😀".
@@ -522,7 +514,7 @@ func (h *refCanonHasher) unescape(start, i int) (string, error) {
 		i++
 		j := refQuoteOrEscapeAt(s, i)
 		if j < 0 {
-			return "", refErrSyntax
+			return "", errRefSyntax
 		}
 		buf = append(buf, s[i:j]...)
 		i = j
@@ -553,7 +545,7 @@ func refHex4(s string) (rune, bool) {
 	return r, true
 }
 
-// refWrapperInfo records, for a top-level object, the members that framework
+// wrapperInfo records, for a top-level object, the members that framework
 // wrappers put around the real arguments, so the caller can unwrap them
 // without a second parse.
 type refWrapperInfo struct {
@@ -581,7 +573,7 @@ func (h *refCanonHasher) object(depth int, wrap *refWrapperInfo) (uint64, bool, 
 			return refMix(sum ^ tagObject ^ (n * primeArray)), false, nil
 		}
 		if c != '"' {
-			return 0, false, refErrSyntax
+			return 0, false, errRefSyntax
 		}
 		key, err := h.str()
 		if err != nil {
@@ -594,7 +586,7 @@ func (h *refCanonHasher) object(depth int, wrap *refWrapperInfo) (uint64, bool, 
 			wkey = refWrapperKey(key)
 		}
 		if h.peek() != ':' {
-			return 0, false, refErrSyntax
+			return 0, false, errRefSyntax
 		}
 		h.pos++
 		c = h.peek()
@@ -611,7 +603,7 @@ func (h *refCanonHasher) object(depth int, wrap *refWrapperInfo) (uint64, bool, 
 			}
 			vh = refHashString(v)
 		case depth+1 > maxDepth:
-			return 0, false, refErrSyntax
+			return 0, false, errRefSyntax
 		case c == '"':
 			// The common scalars skip value's dispatch.
 			if vh, err = h.strValue(depth + 1); err != nil {
@@ -641,12 +633,12 @@ func (h *refCanonHasher) object(depth int, wrap *refWrapperInfo) (uint64, bool, 
 			h.pos++
 		case '}':
 		default:
-			return 0, false, refErrSyntax
+			return 0, false, errRefSyntax
 		}
 	}
 }
 
-// refUnclean marks (high bit) the bytes of a word that normalization may
+// unclean marks (high bit) the bytes of a word that normalization may
 // change: A-Z, '_', '-', '.' (and, to keep it short, [\\]^ between 'Z' and
 // '_'). Bytes of 0x80 and more are left alone, as normalization does.
 func refUnclean(x uint64) uint64 {
@@ -658,7 +650,7 @@ func refUnclean(x uint64) uint64 {
 }
 
 // mayHaveClean is mayHave for a clean key of at most 16 bytes whose
-// refStrHash is hash.
+// strHash is hash.
 func (ks *refKeySet) mayHaveClean(hash uint64, key string, prefixes bool) bool {
 	if ks == nil {
 		return false
@@ -695,7 +687,7 @@ func (h *refCanonHasher) key(key string, depth int) (hash uint64, denied, status
 }
 
 // classify says whether key is denied and whether it is a status key whose
-// value may report a final state. One refNormalized hash serves both; most
+// value may report a final state. One normalized hash serves both; most
 // keys are ruled out by their shape before it.
 func (h *refCanonHasher) classify(key string, depth int) (denied, statusKey bool) {
 	if len(key) > 64 || (h.deny == nil && h.terminal == nil) {
@@ -708,7 +700,7 @@ func (h *refCanonHasher) classify(key string, depth int) (denied, statusKey bool
 	return h.match(key, depth)
 }
 
-// match classifies key by its refNormalized hash.
+// match classifies key by its normalized hash.
 func (h *refCanonHasher) match(key string, depth int) (denied, statusKey bool) {
 	kh, prefixed := h.deny.hash(key)
 	denied = prefixed || h.deny.hasExact(kh)
@@ -782,7 +774,7 @@ func (h *refCanonHasher) array(depth int) (uint64, bool, error) {
 		var err error
 		switch {
 		case depth+1 > maxDepth:
-			return 0, false, refErrSyntax
+			return 0, false, errRefSyntax
 		case c == '"':
 			vh, err = h.strValue(depth + 1)
 		case c == '-' || ('0' <= c && c <= '9'):
@@ -800,19 +792,19 @@ func (h *refCanonHasher) array(depth int) (uint64, bool, error) {
 			h.pos++
 		case ']':
 		default:
-			return 0, false, refErrSyntax
+			return 0, false, errRefSyntax
 		}
 	}
 }
 
-// refCanonResult says how a document was read.
+// canonResult says how a document was read.
 type refCanonResult struct {
 	digest   uint64
 	opaque   bool // not JSON (or malformed): hashed as trimmed text
 	terminal bool
 }
 
-// refCanonicalize hashes doc: JSON (also a JSON-encoded JSON string) into an
+// canonicalize hashes doc: JSON (also a JSON-encoded JSON string) into an
 // order-independent canonical digest, anything else as trimmed opaque text.
 func refCanonicalize(doc string, deny *refKeySet, term *refTerminalMatcher, unwrap bool) refCanonResult {
 	t := strings.TrimSpace(doc)
@@ -854,7 +846,7 @@ func refCanonicalize(doc string, deny *refKeySet, term *refTerminalMatcher, unwr
 	return refCanonResult{digest: v, terminal: h.foundTerminal}
 }
 
-// refToolMessageContent finds the content of a serialized LangChain
+// toolMessageContent finds the content of a serialized LangChain
 // ToolMessage ({"lc":1,"kwargs":{"content":…,"tool_call_id":…}}), whose
 // ids change on every call while the content may not.
 func refToolMessageContent(s string) (string, bool) {
@@ -869,7 +861,7 @@ func refToolMessageContent(s string) (string, bool) {
 	return refMemberRaw(kw, "content")
 }
 
-// refContainsToolMessage is strings.Contains(t, `"ToolMessage"`), found
+// containsToolMessage is strings.Contains(t, `"ToolMessage"`), found
 // through the rare 'M' with IndexByte: on every tool result, the generic
 // search for a needle starting with '"' cost a fifth of the digest.
 func refContainsToolMessage(t string) bool {
@@ -887,7 +879,7 @@ func refContainsToolMessage(t string) bool {
 	}
 }
 
-// refMemberRaw returns the raw JSON text of a top-level member of an object.
+// memberRaw returns the raw JSON text of a top-level member of an object.
 func refMemberRaw(obj, name string) (string, bool) {
 	h := refCanonHasher{s: obj}
 	h.skipWS()
