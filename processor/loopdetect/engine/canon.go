@@ -272,6 +272,18 @@ func shortWords(s string) (a, b uint64) {
 	return a, b
 }
 
+// wordWords is shortWords of a string of n < 8 bytes held in w (the first
+// in the low byte), without the loads.
+func wordWords(w uint64, n int) (a, b uint64) {
+	if n >= 4 {
+		return w & 0xffffffff, w >> (8 * (n - 4)) & 0xffffffff
+	}
+	if n > 0 {
+		a = (w&0xff)<<16 | (w>>(8*(n>>1))&0xff)<<8 | w>>(8*(n-1))&0xff
+	}
+	return a, 0
+}
+
 func shortHash(a, b uint64, n int) uint64 {
 	return mum(a^0xa0761d6478bd642f, b^0xe7037ed1a0b428db^uint64(n))
 }
@@ -301,36 +313,40 @@ type canonHasher struct {
 	// foundTerminal is set when a status key within the first three levels
 	// holds a final state.
 	foundTerminal bool
+	// want names a member of the top-level object whose raw value is
+	// recorded (the first such member that parses) as s[member[0]:member[1]],
+	// so a caller can look into it without a second parse of the document.
+	// Indices, not a string: a string taken from s and kept in the hasher
+	// would move decoded strings, and with them the hasher, to the heap.
+	want   string
+	member [2]int
+	found  bool
 	// buf holds the decoded string with escapes, unless it outgrows it:
 	// the hasher lives on its caller's stack, and so do decoded strings.
 	buf [256]byte
 }
 
-func (h *canonHasher) skipWS() {
-	for h.pos < len(h.s) {
-		switch h.s[h.pos] {
+// skipSpace returns the index of the first byte at or after pos that is
+// no JSON whitespace, and that byte; 0 at the end (no token starts with a
+// 0 byte, so the end and a stray NUL are both an error).
+func skipSpace(s string, pos int) (int, byte) {
+	for ; pos < len(s); pos++ {
+		switch c := s[pos]; c {
 		case ' ', '\t', '\n', '\r':
-			h.pos++
 		default:
-			return
+			return pos, c
 		}
 	}
+	return pos, 0
 }
 
-// peek skips whitespace and returns the byte at pos, or 0 at the end (no
-// caller accepts a 0 byte, so the end and a stray NUL are both an error).
-func (h *canonHasher) peek() byte {
-	for h.pos < len(h.s) {
-		c := h.s[h.pos]
-		if c > ' ' {
-			return c
-		}
-		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-			return c
-		}
-		h.pos++
+// nextByte is skipSpace with the test that settles it for compact JSON,
+// which has no whitespace between tokens, inlined.
+func nextByte(s string, pos int) (int, byte) {
+	if pos < len(s) && s[pos] > ' ' {
+		return pos, s[pos]
 	}
-	return 0
+	return skipSpace(s, pos)
 }
 
 // isNumber marks the bytes a number token runs over. The scanner is
@@ -338,57 +354,6 @@ func (h *canonHasher) peek() byte {
 var isNumber = [256]bool{
 	'0': true, '1': true, '2': true, '3': true, '4': true, '5': true, '6': true, '7': true, '8': true, '9': true,
 	'-': true, '+': true, '.': true, 'e': true, 'E': true,
-}
-
-// value hashes the value at pos. wrap collects the hashes of wrapper
-// members of a top-level object (see wrapperInfo).
-func (h *canonHasher) value(depth int, wrap *wrapperInfo) (uint64, bool, error) {
-	if depth > maxDepth {
-		return 0, false, errSyntax
-	}
-	switch c := h.peek(); {
-	case c == '{':
-		return h.object(depth, wrap)
-	case c == '[':
-		return h.array(depth)
-	case c == '"':
-		v, err := h.strValue(depth)
-		return v, false, err
-	case c == 't':
-		return h.literal("true", tagTrue)
-	case c == 'f':
-		return h.literal("false", tagFalse)
-	case c == 'n':
-		v, _, err := h.literal("null", tagNull)
-		return v, true, err
-	case c == '-' || ('0' <= c && c <= '9'):
-		return h.number(), false, nil
-	default:
-		return 0, false, errSyntax
-	}
-}
-
-// number hashes the number token at pos.
-func (h *canonHasher) number() uint64 {
-	start := h.pos
-	i := start + 1
-	for i < len(h.s) && isNumber[h.s[i]] {
-		i++
-	}
-	h.pos = i
-	return strHash(h.s[start:i]) ^ tagNumber
-}
-
-// strValue hashes the string value at pos, canonicalized when it holds JSON.
-func (h *canonHasher) strValue(depth int) (uint64, error) {
-	str, err := h.str()
-	if err != nil {
-		return 0, err
-	}
-	if v, ok := h.embedded(str, depth); ok {
-		return v, nil
-	}
-	return hashString(str), nil
 }
 
 // embedded canonicalizes a string value that holds JSON itself
@@ -405,9 +370,8 @@ func (h *canonHasher) embedded(str string, depth int) (uint64, bool) {
 		return 0, false
 	}
 	sub := canonHasher{s: t, deny: h.deny}
-	v, _, err := sub.value(depth+1, nil)
-	sub.skipWS()
-	if err != nil || sub.pos != len(sub.s) {
+	v, err := sub.container(depth+1, nil)
+	if end, _ := skipSpace(sub.s, sub.pos); err != nil || end != len(sub.s) {
 		return 0, false
 	}
 	return v, true
@@ -418,14 +382,6 @@ func hashString(s string) uint64 {
 		s = strings.TrimSpace(s)
 	}
 	return strHash(s) ^ tagString
-}
-
-func (h *canonHasher) literal(lit string, tag uint64) (uint64, bool, error) {
-	if !strings.HasPrefix(h.s[h.pos:], lit) {
-		return 0, false, errSyntax
-	}
-	h.pos += len(lit)
-	return tag, false, nil
 }
 
 // SWAR (SIMD within a register) constants: one byte of 1s, of high bits.
@@ -500,18 +456,9 @@ func (h *canonHasher) unescape(start, i int) (string, error) {
 		if i >= len(s) {
 			return "", errSyntax
 		}
-		switch e := s[i]; e {
-		case 'n':
-			buf = append(buf, '\n')
-		case 't':
-			buf = append(buf, '\t')
-		case 'r':
-			buf = append(buf, '\r')
-		case 'b':
-			buf = append(buf, '\b')
-		case 'f':
-			buf = append(buf, '\f')
-		case 'u':
+		if e := s[i]; e != 'u' {
+			buf = append(buf, unescapeByte[e])
+		} else {
 			if i+4 >= len(s) {
 				return "", errSyntax
 			}
@@ -530,23 +477,47 @@ func (h *canonHasher) unescape(start, i int) (string, error) {
 				}
 			}
 			buf = utf8.AppendRune(buf, r)
-		default:
-			buf = append(buf, e)
 		}
 		i++
-		j := quoteOrEscapeAt(s, i)
-		if j < 0 {
-			return "", errSyntax
+		// The run up to the next quote or escape is copied 8 bytes at a
+		// time while the buffer has room for a whole word: a word is
+		// stored before its quote or escape is looked for, and the bytes
+		// past the run are overwritten by what follows.
+		for i+8 <= len(s) && len(buf)+8 <= cap(buf) {
+			x := load64(s, i)
+			k := len(buf)
+			binary.LittleEndian.PutUint64(buf[k:k+8], x)
+			if m := quoteOrEscape(x); m != 0 {
+				d := bits.TrailingZeros64(m) >> 3
+				buf, i = buf[:k+d], i+d
+				goto runEnd
+			}
+			buf, i = buf[:k+8], i+8
 		}
-		buf = append(buf, s[i:j]...)
-		i = j
-		if s[j] == '"' {
-			h.pos = j + 1
+		if j := quoteOrEscapeAt(s, i); j < 0 {
+			return "", errSyntax
+		} else {
+			buf, i = append(buf, s[i:j]...), j
+		}
+	runEnd:
+		if s[i] == '"' {
+			h.pos = i + 1
 			// Aliases buf: callers use it before the next str call.
 			return unsafe.String(unsafe.SliceData(buf), len(buf)), nil
 		}
 	}
 }
+
+// unescapeByte is the byte a one-byte escape \x stands for: the control
+// characters for n, t, r, b and f, x itself for every other x (JSON's ", \
+// and /, and whatever a lenient reading lets through).
+var unescapeByte = func() (t [256]byte) {
+	for i := range t {
+		t[i] = byte(i)
+	}
+	t['n'], t['t'], t['r'], t['b'], t['f'] = '\n', '\t', '\r', '\b', '\f'
+	return t
+}()
 
 func hex4(s string) (rune, bool) {
 	var r rune
@@ -584,80 +555,192 @@ type wrapperInfo struct {
 	langchain   bool // saw metadata or tags
 }
 
-func (h *canonHasher) object(depth int, wrap *wrapperInfo) (uint64, bool, error) {
-	h.pos++ // {
-	var sum uint64
+// container hashes the object or array at pos, whose members are at
+// depth+1 (at most maxDepth). It is one loop over the tokens of both, with
+// strings, numbers and literals hashed in line: on structure-dense
+// documents a function call per token was most of the cost. Nested
+// containers recurse, and their depth bounds the recursion.
+func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
+	s := h.s
+	pos := h.pos
+	obj := s[pos] == '{'
+	closer := byte(']')
+	acc := uint64(tagArray) // an array's running hash, an object's member sum
+	if obj {
+		closer, acc = '}', 0
+	}
 	var n uint64
+	pos, c := nextByte(s, pos+1)
+	if c == closer {
+		h.pos = pos + 1
+		return closeHash(obj, acc, n), nil
+	}
+	if depth >= maxDepth || (obj && c != '"') {
+		return 0, errSyntax
+	}
+	// The member being read: its key's hash and class, and for a wrapper
+	// or a recorded member what it is.
+	var keyHash uint64
+	var denied, statusKey, record bool
+	var wkey string
+	expectKey := obj
 	for {
-		c := h.peek()
-		if c == '}' {
-			h.pos++
-			return mix(sum ^ tagObject ^ (n * primeArray)), false, nil
-		}
-		if c != '"' {
-			return 0, false, errSyntax
-		}
-		key, err := h.str()
-		if err != nil {
-			return 0, false, err
-		}
-		// key may alias buf; hash it before the value reuses buf.
-		keyHash, denied, statusKey := h.key(key, depth)
-		var wkey string
-		if wrap != nil {
-			wkey = wrapperKey(key)
-		}
-		if h.peek() != ':' {
-			return 0, false, errSyntax
-		}
-		h.pos++
-		c = h.peek()
 		var vh uint64
 		var isNull bool
+		vstart := pos
 		switch {
-		case statusKey && c == '"':
-			v, err := h.str()
-			if err != nil {
-				return 0, false, err
-			}
-			if h.terminal.matchValue(v) {
-				h.foundTerminal = true
-			}
-			vh = hashString(v)
-		case depth+1 > maxDepth:
-			return 0, false, errSyntax
 		case c == '"':
-			// The common scalars skip value's dispatch.
-			if vh, err = h.strValue(depth + 1); err != nil {
-				return 0, false, err
+			// A string, key or value: its closing quote or first escape
+			// is found 8 bytes at a time (quoteOrEscapeAt, in line).
+			start := pos + 1
+			i := start
+			// w is the string's first 8 bytes, if s has them: a key or
+			// number shorter than that is hashed from it.
+			var w uint64
+			if i+8 <= len(s) {
+				w = load64(s, i)
+				if m := quoteOrEscape(w); m != 0 {
+					i += bits.TrailingZeros64(m) >> 3
+					goto found
+				}
+				for i += 8; i+8 <= len(s); i += 8 {
+					if m := quoteOrEscape(load64(s, i)); m != 0 {
+						i += bits.TrailingZeros64(m) >> 3
+						goto found
+					}
+				}
+			}
+			if i = quoteOrEscapeAt(s, i); i < 0 {
+				return 0, errSyntax
+			}
+		found:
+			var str string
+			if s[i] == '"' {
+				str, pos = s[start:i], i+1
+			} else {
+				var err error
+				h.pos = pos
+				if str, err = h.unescape(start, i); err != nil {
+					return 0, err
+				}
+				pos, w = h.pos, 0
+			}
+			if expectKey {
+				// str may alias buf: it is done with before the value.
+				if n := len(str); n < 8 && w != 0 {
+					// key, in line for the most frequent keys: short
+					// and without escapes.
+					w &= 1<<(8*n) - 1
+					a, b := wordWords(w, n)
+					keyHash, denied, statusKey = shortHash(a, b, n), false, false
+					if unclean(w) != 0 {
+						denied, statusKey = h.classify(str, depth)
+					} else if h.deny.mayHaveClean(keyHash, str, true) || (h.terminal != nil && depth < 3 && h.terminal.keys.mayHaveClean(keyHash, str, false)) {
+						denied, statusKey = h.match(str, depth)
+					}
+				} else {
+					keyHash, denied, statusKey = h.key(str, depth)
+				}
+				if wrap != nil {
+					wkey = wrapperKey(str)
+				}
+				record = depth == 0 && h.want != "" && !h.found && str == h.want
+				if pos, c = nextByte(s, pos); c != ':' {
+					return 0, errSyntax
+				}
+				pos, c = nextByte(s, pos+1)
+				expectKey = false
+				continue
+			}
+			switch {
+			case statusKey:
+				if h.terminal.matchValue(str) {
+					h.foundTerminal = true
+				}
+			case str == "" || str[0] <= ' ' || str[0] >= utf8.RuneSelf || str[0] == '{' || str[0] == '[':
+				// Maybe JSON itself (see embedded for the test).
+				if v, ok := h.embedded(str, depth+1); ok {
+					vh = v
+					goto value
+				}
+			}
+			if n := len(str); n > 16 && str[n-1] > ' ' && str[0] > ' ' {
+				vh = xxhash.Sum64String(str) ^ tagString // hashString, in line
+			} else {
+				vh = hashString(str)
 			}
 		case c == '-' || ('0' <= c && c <= '9'):
-			vh = h.number()
+			i := pos + 1
+			for i < len(s) && isNumber[s[i]] {
+				i++
+			}
+			if n := i - pos; n < 8 && pos+8 <= len(s) {
+				a, b := wordWords(load64(s, pos)&(1<<(8*n)-1), n)
+				vh = shortHash(a, b, n) ^ tagNumber
+			} else {
+				vh = strHash(s[pos:i]) ^ tagNumber
+			}
+			pos = i
+		case c == '{' || c == '[':
+			var err error
+			h.pos = pos
+			if vh, err = h.container(depth+1, nil); err != nil {
+				return 0, err
+			}
+			pos = h.pos
+		case c == 't' && strings.HasPrefix(s[pos:], "true"):
+			vh, pos = tagTrue, pos+4
+		case c == 'f' && strings.HasPrefix(s[pos:], "false"):
+			vh, pos = tagFalse, pos+5
+		case c == 'n' && strings.HasPrefix(s[pos:], "null"):
+			vh, pos, isNull = tagNull, pos+4, true
 		default:
-			emptyArr := wrap != nil && strings.HasPrefix(h.s[h.pos:], "[]")
-			vh, isNull, err = h.value(depth+1, nil)
-			if err != nil {
-				return 0, false, err
-			}
-			if wrap != nil && wkey == "args" {
-				wrap.argsEmpty = emptyArr
-			}
+			return 0, errSyntax
 		}
-		if wrap != nil && !denied {
-			wrap.note(wkey, vh)
-		}
-		if !denied && !isNull {
-			sum += mum(keyHash^tagMember, vh^tagString)
+	value:
+		if !obj {
+			acc = mum(acc^primeArray, vh^tagArray)
 			n++
+		} else {
+			if wkey == "args" && c != '"' && c != '-' && (c < '0' || c > '9') {
+				// A container or literal: only [] is an empty args.
+				wrap.argsEmpty = strings.HasPrefix(s[vstart:], "[]")
+			}
+			if wrap != nil && !denied {
+				wrap.note(wkey, vh)
+			}
+			if !denied && !isNull {
+				acc += mum(keyHash^tagMember, vh^tagString)
+				n++
+			}
+			if record {
+				h.member, h.found, record = [2]int{vstart, pos}, true, false
+			}
+			expectKey = true
 		}
-		switch h.peek() {
-		case ',':
-			h.pos++
-		case '}':
-		default:
-			return 0, false, errSyntax
+		if pos, c = nextByte(s, pos); c == ',' {
+			// A comma before the closer is let through, as it always was.
+			pos, c = nextByte(s, pos+1)
+		} else if c != closer {
+			return 0, errSyntax
+		}
+		if c == closer {
+			h.pos = pos + 1
+			return closeHash(obj, acc, n), nil
+		}
+		if obj && c != '"' {
+			return 0, errSyntax
 		}
 	}
+}
+
+// closeHash finishes an object's member sum or an array's running hash
+// over n members.
+func closeHash(obj bool, acc, n uint64) uint64 {
+	if obj {
+		return mix(acc ^ tagObject ^ (n * primeArray))
+	}
+	return mix(acc ^ n)
 }
 
 // unclean marks (high bit) the bytes of a word that normalization may
@@ -731,8 +814,9 @@ func (h *canonHasher) match(key string, depth int) (denied, statusKey bool) {
 }
 
 func (t *terminalMatcher) matchValue(v string) bool {
+	v = strings.TrimSpace(v)
 	for _, tv := range t.values {
-		if strings.EqualFold(tv, strings.TrimSpace(v)) {
+		if strings.EqualFold(tv, v) {
 			return true
 		}
 	}
@@ -782,66 +866,34 @@ func (w *wrapperInfo) unwrapped() (uint64, bool) {
 	return 0, false
 }
 
-func (h *canonHasher) array(depth int) (uint64, bool, error) {
-	h.pos++ // [
-	acc := uint64(tagArray)
-	var n uint64
-	for {
-		c := h.peek()
-		if c == ']' {
-			h.pos++
-			return mix(acc ^ n), false, nil
-		}
-		var vh uint64
-		var err error
-		switch {
-		case depth+1 > maxDepth:
-			return 0, false, errSyntax
-		case c == '"':
-			vh, err = h.strValue(depth + 1)
-		case c == '-' || ('0' <= c && c <= '9'):
-			vh = h.number()
-		default:
-			vh, _, err = h.value(depth+1, nil)
-		}
-		if err != nil {
-			return 0, false, err
-		}
-		acc = mum(acc^primeArray, vh^tagArray)
-		n++
-		switch h.peek() {
-		case ',':
-			h.pos++
-		case ']':
-		default:
-			return 0, false, errSyntax
-		}
-	}
-}
-
 // canonResult says how a document was read.
 type canonResult struct {
 	digest   uint64
 	opaque   bool // not JSON (or malformed): hashed as trimmed text
 	terminal bool
+	// member holds where, in the trimmed document, the raw value of the
+	// top-level member named by canonicalize's want is, when found (also
+	// in a malformed document, if the member itself parsed).
+	member [2]int
+	found  bool
 }
 
 // canonicalize hashes doc: JSON (also a JSON-encoded JSON string) into an
 // order-independent canonical digest, anything else as trimmed opaque text.
-func canonicalize(doc string, deny *keySet, term *terminalMatcher, unwrap bool) canonResult {
+// want names a member of a top-level object to record in the result.
+func canonicalize(doc string, deny *keySet, term *terminalMatcher, unwrap bool, want string) canonResult {
 	t := strings.TrimSpace(doc)
 	if t == "" {
 		return canonResult{digest: mix(tagOpaque)}
 	}
-	h := canonHasher{s: t, deny: deny, terminal: term}
+	h := canonHasher{s: t, deny: deny, terminal: term, want: want}
 	if t[0] == '"' {
 		// A JSON-encoded string: hash its content, which may itself be JSON.
 		inner, err := h.str()
-		h.skipWS()
-		if err == nil && h.pos == len(h.s) {
+		if end, _ := skipSpace(h.s, h.pos); err == nil && end == len(h.s) {
 			it := strings.TrimSpace(inner)
 			if it != "" && (it[0] == '{' || it[0] == '[') {
-				return canonicalize(it, deny, term, unwrap)
+				return canonicalize(it, deny, term, unwrap, "")
 			}
 			return canonResult{digest: hashString(inner)}
 		}
@@ -855,15 +907,14 @@ func canonicalize(doc string, deny *keySet, term *terminalMatcher, unwrap bool) 
 	if unwrap && t[0] == '{' {
 		wrap = &wi
 	}
-	v, _, err := h.value(0, wrap)
-	h.skipWS()
-	if err != nil || h.pos != len(h.s) {
-		return canonResult{digest: mix(xxhash.Sum64String(t) ^ tagOpaque), opaque: true}
+	v, err := h.container(0, wrap)
+	if end, _ := skipSpace(h.s, h.pos); err != nil || end != len(h.s) {
+		return canonResult{digest: mix(xxhash.Sum64String(t) ^ tagOpaque), opaque: true, member: h.member, found: h.found}
 	}
 	if wrap != nil {
 		if u, ok := wi.unwrapped(); ok {
 			v = u
 		}
 	}
-	return canonResult{digest: v, terminal: h.foundTerminal}
+	return canonResult{digest: v, terminal: h.foundTerminal, member: h.member, found: h.found}
 }

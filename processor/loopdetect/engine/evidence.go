@@ -177,7 +177,7 @@ func (n *Normalizer) Signature(tool, args string, present bool) (Digest, ArgsQua
 		return Digest(mix(th^sigSeed) ^ mix(xxhash.Sum64String(args)^tagOpaque)), ArgsOversized
 	}
 	deny, _ := n.sets(tool)
-	r := canonicalize(args, deny, nil, true)
+	r := canonicalize(args, deny, nil, true, "")
 	q := ArgsJSON
 	if r.opaque {
 		q = ArgsOpaque
@@ -201,27 +201,28 @@ func (n *Normalizer) Result(tool, result string) ResultFingerprint {
 	if len(result) > n.maxBytes {
 		return ResultFingerprint{Digest: Digest(mix(xxhash.Sum64String(result) ^ tagOpaque)), Opaque: true}
 	}
-	if c, ok := toolMessageContent(result); ok {
-		result = c
-	}
 	_, deny := n.sets(tool)
-	r := canonicalize(result, deny, n.terminal, false)
+	r := canonicalize(result, deny, n.terminal, false, "kwargs")
+	if c, ok := toolMessageContent(result, r); ok {
+		r = canonicalize(c, deny, n.terminal, false, "")
+	}
 	return ResultFingerprint{Digest: Digest(r.digest), Terminal: r.terminal, Opaque: r.opaque}
 }
 
 // toolMessageContent finds the content of a serialized LangChain
 // ToolMessage ({"lc":1,"kwargs":{"content":…,"tool_call_id":…}}), whose
-// ids change on every call while the content may not.
-func toolMessageContent(s string) (string, bool) {
+// ids change on every call while the content may not. r is the canonical
+// pass over the whole result, which recorded its top-level kwargs member:
+// the ToolMessage marker is only looked for in a result that has one.
+func toolMessageContent(s string, r canonResult) (string, bool) {
+	if !r.found {
+		return "", false
+	}
 	t := strings.TrimSpace(s)
-	if !strings.HasPrefix(t, "{") || !containsToolMessage(t) {
+	if !containsToolMessage(t) {
 		return "", false
 	}
-	kw, ok := memberRaw(t, "kwargs")
-	if !ok {
-		return "", false
-	}
-	return memberRaw(kw, "content")
+	return memberRaw(t[r.member[0]:r.member[1]], "content")
 }
 
 // containsToolMessage is strings.Contains(t, `"ToolMessage"`), found
@@ -242,43 +243,16 @@ func containsToolMessage(t string) bool {
 	}
 }
 
-// memberRaw returns the raw JSON text of a top-level member of an object.
+// memberRaw returns the raw JSON text of a top-level member of an object:
+// the first member of that name whose value parses, whatever follows it.
 func memberRaw(obj, name string) (string, bool) {
-	h := canonHasher{s: obj}
-	h.skipWS()
-	if h.pos >= len(h.s) || h.s[h.pos] != '{' {
+	pos, c := nextByte(obj, 0)
+	if c != '{' {
 		return "", false
 	}
-	h.pos++
-	for {
-		h.skipWS()
-		if h.pos >= len(h.s) || h.s[h.pos] != '"' {
-			return "", false
-		}
-		key, err := h.str()
-		if err != nil {
-			return "", false
-		}
-		match := key == name
-		h.skipWS()
-		if h.pos >= len(h.s) || h.s[h.pos] != ':' {
-			return "", false
-		}
-		h.pos++
-		h.skipWS()
-		start := h.pos
-		if _, _, err := h.value(1, nil); err != nil {
-			return "", false
-		}
-		if match {
-			return h.s[start:h.pos], true
-		}
-		h.skipWS()
-		if h.pos >= len(h.s) || h.s[h.pos] != ',' {
-			return "", false
-		}
-		h.pos++
-	}
+	h := canonHasher{s: obj, pos: pos, want: name}
+	_, _ = h.container(0, nil) // an error after the member does not matter
+	return obj[h.member[0]:h.member[1]], h.found
 }
 
 // Keyer turns in-memory digests into keyed digests that may leave the
