@@ -112,7 +112,7 @@ test-scaleout: build-distribution gateway
 # Benchmarks (BENCHMARKS.md): raw output in .bench/, all of it in bench.txt, the
 # benchstat tables on stdout and BENCHMARKS.md written from them (machine,
 # commit, date, targets met or not, ratios). Throughput runs use -cpu 1 so
-# CPU time is one core's. About 4-5 minutes on 2 cores. BENCH_E2E=1 also
+# CPU time is one core's. About 8 minutes on 2 cores. BENCH_E2E=1 also
 # builds the distribution and runs it end to end under loopagent --load at
 # 10,000 and 50,000 spans/s (internal/benchdata/e2e, about 2 more minutes).
 BENCH_COUNT ?= 6
@@ -121,11 +121,15 @@ BENCH_TIME ?= 0.3s
 # warm-up (every session visited once) and groupbytrace a drain, which a
 # time-based -benchtime would count into its first b.N=1 probe.
 BENCH_BATCHES ?= 2000x
+# The non-tool mixes cost tens of ns per span: ten times the batches, so a
+# run outlasts a GC cycle and a timer tick.
+BENCH_BATCHES_NONTOOL ?= 20000x
 BENCH_DIR := .bench
 BENCH_CHANGES := internal/benchdata/changes
 bench: $(BENCHSTAT)
 	@mkdir -p $(BENCH_DIR)
-	set -o pipefail; ( $(GO) test -run '^$$' -bench '^BenchmarkProcessor$$' -benchmem -cpu 1 -count $(BENCH_COUNT) -benchtime $(BENCH_BATCHES) ./processor/loopdetect/ && \
+	set -o pipefail; ( $(GO) test -run '^$$' -bench '^BenchmarkProcessor$$/^mix=(realistic|tools|tools-fresh)$$' -benchmem -cpu 1 -count $(BENCH_COUNT) -benchtime $(BENCH_BATCHES) ./processor/loopdetect/ && \
+		$(GO) test -run '^$$' -bench '^BenchmarkProcessor$$/^mix=(nontool|nontool-tracked)$$' -benchmem -cpu 1 -count $(BENCH_COUNT) -benchtime $(BENCH_BATCHES_NONTOOL) ./processor/loopdetect/ && \
 		$(GO) test -run '^$$' -bench '^BenchmarkSpan$$' -benchmem -cpu 1 -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) ./processor/loopdetect/ ) | tee $(BENCH_DIR)/processor.txt
 	set -o pipefail; $(GO) test -run '^$$' -bench '^Benchmark(Observe|Canonical|CanonicalBytes)$$' -benchmem -cpu 1 -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) ./processor/loopdetect/engine/ | tee $(BENCH_DIR)/engine.txt
 	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkGrowth$$' -benchmem -cpu 1 -count 3 -benchtime $(BENCH_TIME) ./processor/loopdetect/engine/ | tee $(BENCH_DIR)/growth.txt
