@@ -238,9 +238,9 @@ func main() {
 
 	w("## Side by side: loop_detect, the floor and groupbytrace\n\n")
 	w("Same batches, same run (`BenchmarkProcessor`, 100-span batches of 10 sessions × 10 spans, 10,000 sessions). ")
-	w("`realistic` = 20 %% execute_tool (200-byte JSON args, 500-byte JSON results), 60 %% chat, 20 %% invoke_agent; `nontool` = no execute_tool (so no session is tracked); `nontool-tracked` = the nontool batches after every session has made tool calls (fed the realistic batches first); `tools` = execute_tool only. groupbytrace v0.165.1 runs with wait_duration 100 ms, num_traces 100,000; its CPU time includes its workers, its timers and the GC.\n\n")
+	w("`realistic` = 20 %% execute_tool (200-byte JSON args, 500-byte JSON results), 60 %% chat, 20 %% invoke_agent; `nontool` = no execute_tool (so no session is tracked); `nontool-tracked` = the nontool batches after every session has made tool calls (fed the realistic batches first); `tools` = execute_tool only; `tools-fresh` = the same from a pool of two batches renewed between rounds, so each batch arrives just written, in cache, as a receiver hands it over. groupbytrace v0.165.1 runs with wait_duration 100 ms, num_traces 100,000; its CPU time includes its workers, its timers and the GC.\n\n")
 	w("| mix | processor | CPU ns/span | spans/s/core | allocs/span | × floor (CPU) | × groupbytrace (CPU) |\n|---|---|---|---|---|---|---|\n")
-	for _, mix := range []string{"realistic", "nontool", "nontool-tracked", "tools"} {
+	for _, mix := range []string{"realistic", "nontool", "nontool-tracked", "tools", "tools-fresh"} {
 		for _, pr := range []string{"floor", "loop_detect", "groupbytrace"} {
 			w("| %s | %s | %s | %s | %s | %s | %s |\n", mix, pr, f(cpu(mix, pr), 1), human(rate(mix, pr)), f(allocs(mix, pr), 2),
 				f(cpu(mix, pr)/cpu(mix, "floor"), 2), f(cpu(mix, pr)/cpu(mix, "groupbytrace"), 3))
