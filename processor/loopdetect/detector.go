@@ -222,15 +222,15 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 						return false
 					})
 				}
-				maybeTool, noUsage, declared := d.pre.ScreenDeclared(span)
-				if !maybeTool {
-					if !noUsage {
+				sc := d.pre.Screen(span)
+				if !sc.MaybeTool {
+					if !sc.NoUsage {
 						d.usage(ctx, st, span, res)
 					}
 					continue
 				}
 				d.flushTokens(st)
-				ok, out := d.extract(st, span, res, declared)
+				ok, out := d.extract(st, span, res, sc.Declared)
 				if !ok {
 					d.usage(ctx, st, span, res)
 					continue

@@ -10,7 +10,7 @@ import (
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
 )
 
-// ScreenDeclared says declared only of a span extract.Extract takes for a
+// Screen says Declared only of a span extract.Extract takes for a
 // declared tool call, and extract.ExtractDeclared then reads it exactly as
 // Extract does.
 func TestExtractDeclaredReadsWhatExtractReadsForScreenedSpans(t *testing.T) {
@@ -48,7 +48,7 @@ func TestExtractDeclaredReadsWhatExtractReadsForScreenedSpans(t *testing.T) {
 			if err := span.Attributes().FromRaw(tc.attrs); err != nil {
 				t.Fatal(err)
 			}
-			_, _, declared := p.ScreenDeclared(span)
+			declared := p.Screen(span).Declared
 			if declared != tc.declared {
 				t.Fatalf("declared = %v, want %v", declared, tc.declared)
 			}

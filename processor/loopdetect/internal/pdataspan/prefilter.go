@@ -151,53 +151,52 @@ func (p *Prefilter) compileSkip() {
 	}
 }
 
-// MaybeTool reports false only for a span extract.Classify does not take
-// for a tool call.
-func (p *Prefilter) MaybeTool(span ptrace.Span) bool {
-	maybe, _ := p.Screen(span)
-	return maybe
+// Screening is what Screen tells of a span before extraction.
+type Screening struct {
+	// MaybeTool is false only for a span extract.Classify does not take
+	// for a tool call.
+	MaybeTool bool
+	// NoUsage is set for a span that is no tool call and whose declared
+	// operation is a usage_skip match: Usage would report nothing for it,
+	// so it need not be called.
+	NoUsage bool
+	// Declared is set for a span that declares a tool call as
+	// extract.ExtractDeclared requires (its first tool_call key holds one
+	// of that key's tool_call values): extracting it, the caller need not
+	// look the operation up again.
+	Declared bool
 }
 
-// Screen is MaybeTool that also reports noUsage, for a span that is no tool
-// call and whose declared operation is a usage_skip match: Usage would
-// report nothing for it, so it need not be called. Most model and agent
-// spans declare their operation, and this costs no further look-up.
-func (p *Prefilter) Screen(span ptrace.Span) (maybeTool, noUsage bool) {
-	maybeTool, noUsage, _ = p.ScreenDeclared(span)
-	return maybeTool, noUsage
-}
-
-// ScreenDeclared is Screen that also reports declared, for a span that
-// declares a tool call as extract.ExtractDeclared requires: its first
-// tool_call key holds one of that key's tool_call values. Extracting it,
-// the caller need not look the operation up again.
-func (p *Prefilter) ScreenDeclared(span ptrace.Span) (maybeTool, noUsage, declared bool) {
+// Screen reads the span's declared operation, the one look-up most model
+// and agent spans cost, and what it settles.
+func (p *Prefilter) Screen(span ptrace.Span) Screening {
 	// The declared operation decides alone, as in extract.Classify.
 	if p.declares {
 		if v, ok := span.Attributes().Get(p.opKey); ok {
 			if v.Type() != pcommon.ValueTypeStr {
-				return true, false, false // rendered as text by Value: leave it to Classify
+				return Screening{MaybeTool: true} // rendered as text by Value: leave it to Classify
 			}
 			str := v.Str()
 			for i := range p.opTools {
 				o := &p.opTools[i]
 				if o.fits(len(str)) && (str == o.m.Value || !extract.FoldMismatch(str, o.m.Value) && strings.EqualFold(str, o.m.Value)) {
-					return true, false, p.opFirst
+					return Screening{MaybeTool: true, Declared: p.opFirst}
 				}
 			}
 			// Usage looks the key up as Get does (the first occurrence).
 			for i := range p.opSkip {
 				if o := &p.opSkip[i]; o.fits(len(str)) && o.m.MatchesString(str) {
-					return false, true, false
+					return Screening{NoUsage: true}
 				}
 			}
-			return false, false, false
+			return Screening{}
 		}
 	}
-	return p.maybeToolUndeclared(span), false, false
+	return Screening{MaybeTool: p.maybeToolUndeclared(span)}
 }
 
-// maybeToolUndeclared is MaybeTool for a span that declares no operation.
+// maybeToolUndeclared is Screen's MaybeTool for a span that declares no
+// operation.
 func (p *Prefilter) maybeToolUndeclared(span ptrace.Span) bool {
 	name := span.Name()
 	for i := range p.names {

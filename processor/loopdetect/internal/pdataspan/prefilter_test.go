@@ -16,7 +16,7 @@ import (
 func check(t *testing.T, p *Prefilter, x *extract.Extractor, span ptrace.Span, what string) bool {
 	t.Helper()
 	_, tool := extract.Classify(x, Span{S: span})
-	if tool && !p.MaybeTool(span) {
+	if tool && !p.Screen(span).MaybeTool {
 		t.Errorf("%s: Classify says tool call, the prefilter drops it", what)
 	}
 	return tool
@@ -71,7 +71,7 @@ func TestPrefilterNeverDropsAToolSpan(t *testing.T) {
 		if got != c.tool {
 			t.Errorf("%s: Classify = %v, the case expects %v", c.name, got, c.tool)
 		}
-		if !c.tool && c.attrs != nil && c.name == "chat" && p.MaybeTool(span) {
+		if !c.tool && c.attrs != nil && c.name == "chat" && p.Screen(span).MaybeTool {
 			t.Errorf("%s: a chat span should not pass the prefilter", c.name)
 		}
 	}

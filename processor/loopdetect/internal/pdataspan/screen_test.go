@@ -8,8 +8,8 @@ import (
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
 )
 
-// Screen's noUsage is exact: it is said only of a span Usage reports
-// nothing for, and its maybeTool is MaybeTool's answer.
+// Screen's NoUsage is exact: it is said only of a span Usage reports
+// nothing for.
 func TestScreenSkipsUsageOnlyWhereUsageReportsNothing(t *testing.T) {
 	keys := extract.DefaultKeys()
 	p := NewPrefilter(keys)
@@ -39,10 +39,7 @@ func TestScreenSkipsUsageOnlyWhereUsageReportsNothing(t *testing.T) {
 			for k, v := range usage {
 				span.Attributes().PutInt(k, int64(v.(int)))
 			}
-			maybe, noUsage := p.Screen(span)
-			if maybe != p.MaybeTool(span) {
-				t.Errorf("Screen says maybeTool %v, MaybeTool %v", maybe, p.MaybeTool(span))
-			}
+			noUsage := p.Screen(span).NoUsage
 			if noUsage != tc.noUsage {
 				t.Errorf("noUsage = %v, want %v", noUsage, tc.noUsage)
 			}
