@@ -72,6 +72,8 @@ func TestModelSpansCountTheSameInOneBatchAsInSeparateBatches(t *testing.T) {
 						llmTraces(7, 10*i+2, at.Add(3*time.Second), 700, 80),
 						llmTraces(7, 10*i+3, at.Add(3*time.Second), 70, 8),
 						toolTraces(8, i, at.Add(3*time.Second), "grep", `{"q":"x"}`, "same", nil),
+						// Another trace's tool call between two model spans of one trace.
+						llmTraces(7, 10*i+4, at.Add(4*time.Second), 500, 60),
 						llmTraces(8, 10*i+2, at.Add(4*time.Second), 40, 10),
 					}
 					if together {

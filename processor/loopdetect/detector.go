@@ -229,7 +229,7 @@ func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next con
 					}
 					continue
 				}
-				d.flushTokens(st)
+				d.forgetTrace(st)
 				ok, out := d.extract(st, span, res, sc.Declared)
 				if !ok {
 					d.usage(ctx, st, span, res)
@@ -292,7 +292,6 @@ func noSessionKey(c *engine.ToolCall) bool {
 // in st.trans (recorded, and kept in st.batch for re-emission).
 func (d *detector) observe(ctx context.Context, st *batchState, out extract.Outcome, n *batchCounts) {
 	n.calls++
-	st.trace.observed() // the call may create its session
 	n.malformed += b2i(out.Malformed)
 	n.oversized += b2i(out.Oversized)
 	n.badEvidence += b2i(out.BadEvidence)

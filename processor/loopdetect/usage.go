@@ -68,11 +68,9 @@ func (d *detector) traceTracked(st *batchState, s pdataspan.Span) bool {
 }
 
 // flushTokens adds the tokens summed for the memo's trace to its session.
-// It runs before anything else can read or change that session's tokens
-// (a tool call, which may also rewrite the scratch the memo's session
-// string points into), when the batch moves to another trace, and at the
-// batch's end, so the engine sees the same sums, in the same order
-// relative to the calls, as span by span.
+// It runs when the batch moves to another trace, before a tool span
+// (forgetTrace) and at the batch's end, so the engine sees the same sums,
+// in the same order relative to the calls, as span by span.
 func (d *detector) flushTokens(st *batchState) {
 	if st.trace.pending <= 0 {
 		return
@@ -83,28 +81,30 @@ func (d *detector) flushTokens(st *batchState) {
 	st.trace.pending = 0
 }
 
+// forgetTrace flushes the memo's tokens and forgets the memo, before a
+// tool span: its call may create the memo's session, and extracting it
+// rewrites the scratch the memo's session key points into (the trace id's
+// hex text), so the next model span must look its trace up again.
+func (d *detector) forgetTrace(st *batchState) {
+	d.flushTokens(st)
+	st.trace = traceMemo{}
+}
+
 // traceMemo is whether the engine tracked the session of the trace of the
 // batch's last model span. Agents send a trace's spans together, and the
 // engine drops the tokens of sessions without a tool call (chat-only
 // agents, or before an agent's first call): their model spans are skipped
-// without reading their usage. An
-// untracked answer holds until the batch observes a tool call (which may
-// create the session); a session another batch creates meanwhile counts
-// from that batch on, as if it had come after this one. A tracked answer
-// only lets the usage be read: AddTokens looks the session up again.
+// without reading their usage. The answer holds until the batch moves to
+// another trace or meets a tool span (forgetTrace); a session another
+// batch creates meanwhile counts from that batch on, as if it had come
+// after this one. A tracked answer only lets the usage be read: AddTokens
+// looks the session up again.
 type traceMemo struct {
 	id          [16]byte
 	ok, tracked bool
-	// session is the trace's session key (it points into the batch's
-	// scratch: valid until the next flushTokens) and pending the tokens
-	// summed for it and not yet added.
+	// session is the trace's session key, pointing into the batch's
+	// scratch (valid until the next tool span or trace change), and
+	// pending the tokens summed for it and not yet added.
 	session string
 	pending int64
-}
-
-// observed forgets an untracked answer: a tool call was observed.
-func (m *traceMemo) observed() {
-	if !m.tracked {
-		m.ok = false
-	}
 }
