@@ -99,7 +99,7 @@ type tier2 struct {
 	*testproc.Proc
 	idx                  int
 	otlpGRPC, health, mx int
-	seen                 string // file of what it received (startTier2Seen), else ""
+	seen                 string // file of what it received (startCluster with seen), else ""
 }
 
 // tier2Config is an otelcol-loop configuration for one tier-2 instance:
@@ -172,7 +172,7 @@ service:
                 port: {{metrics}}
 `
 
-// seenExporter is the file exporter startTier2Seen adds to both pipelines:
+// seenExporter is the file exporter startCluster(t, true) adds to both pipelines:
 // every span and log record the instance received, as OTLP JSON lines, so
 // a test can tell which instance saw which session.
 const seenExporter = `
@@ -192,19 +192,32 @@ func renderTier2Config(health, grpc, receiverPort, idx, metrics int, seenPath st
 		"{{seen_exporter}}", seenExp, "{{seen}}", seenRef).Replace(tier2Config)
 }
 
-func startTier2(t testing.TB, dir string, idx, receiverPort int, secret string) *tier2 {
-	t.Helper()
-	return startTier2Opt(t, dir, idx, receiverPort, secret, false)
+// cluster is the two-tier deployment the scale-out tests run: three
+// otelcol-loop instances behind one gateway, their kills sent to rcv.
+type cluster struct {
+	dir string
+	rcv *receiver
+	ins []*tier2
+	gw  *gateway
 }
 
-// startTier2Seen is startTier2 with the instance's input also written to
-// tier2.seen (see seenExporter).
-func startTier2Seen(t testing.TB, dir string, idx, receiverPort int, secret string) *tier2 {
+// startCluster starts the three instances (seen: each also writes what it
+// receives to its tier2.seen, see seenExporter) and the gateway.
+func startCluster(t testing.TB, seen bool) *cluster {
 	t.Helper()
-	return startTier2Opt(t, dir, idx, receiverPort, secret, true)
+	c := &cluster{dir: t.TempDir()}
+	secret := testproc.NewSecret(t)
+	c.rcv = newReceiver(t, secret)
+	for i := range 3 {
+		c.ins = append(c.ins, startTier2(t, c.dir, i, c.rcv.port(), secret, seen))
+	}
+	c.gw = startGateway(t, c.dir, c.ins)
+	return c
 }
 
-func startTier2Opt(t testing.TB, dir string, idx, receiverPort int, secret string, seen bool) *tier2 {
+// startTier2 starts instance idx; seen: its input is also written to
+// tier2.seen.
+func startTier2(t testing.TB, dir string, idx, receiverPort int, secret string, seen bool) *tier2 {
 	t.Helper()
 	bin, _, _ := binaries(t)
 	in := &tier2{idx: idx, otlpGRPC: testproc.FreePort(t), health: testproc.FreePort(t), mx: testproc.FreePort(t)}

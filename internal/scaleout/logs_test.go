@@ -145,14 +145,8 @@ func TestLogsThreeInstances(t *testing.T) {
 		t.Skip("starts four collectors; skipped with -short")
 	}
 	began := time.Now()
-	dir := t.TempDir()
-	secret := testproc.NewSecret(t)
-	rcv := newReceiver(t, secret)
-	var ins []*tier2
-	for i := range 3 {
-		ins = append(ins, startTier2Seen(t, dir, i, rcv.port(), secret))
-	}
-	gw := startGateway(t, dir, ins)
+	c := startCluster(t, true)
+	rcv, ins, gw := c.rcv, c.ins, c.gw
 	t.Logf("4 collectors healthy after %s", time.Since(began).Round(time.Millisecond))
 
 	const calls = 15
@@ -341,14 +335,8 @@ func TestLogsRebalance(t *testing.T) {
 		t.Skip("starts four collectors; skipped with -short")
 	}
 	began := time.Now()
-	dir := t.TempDir()
-	secret := testproc.NewSecret(t)
-	rcv := newReceiver(t, secret)
-	var ins []*tier2
-	for i := range 3 {
-		ins = append(ins, startTier2(t, dir, i, rcv.port(), secret))
-	}
-	gw := startGateway(t, dir, ins)
+	c := startCluster(t, false)
+	rcv, ins, gw := c.rcv, c.ins, c.gw
 
 	prefix := fmt.Sprintf("ccrebal-%d", time.Now().UnixNano()%1e6)
 	sessions, names := ccFleet(prefix, 45, 15, 0, 0, 0)

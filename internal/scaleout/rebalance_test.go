@@ -27,14 +27,8 @@ func TestRebalance(t *testing.T) {
 	}
 	began := time.Now()
 	_, _, agent := binaries(t)
-	dir := t.TempDir()
-	secret := testproc.NewSecret(t)
-	rcv := newReceiver(t, secret)
-	var ins []*tier2
-	for i := range 3 {
-		ins = append(ins, startTier2(t, dir, i, rcv.port(), secret))
-	}
-	gw := startGateway(t, dir, ins)
+	c := startCluster(t, false)
+	dir, rcv, ins, gw := c.dir, c.rcv, c.ins, c.gw
 
 	const sessions = 60
 	loopFraction := 0.5

@@ -93,14 +93,8 @@ func TestLoopbackThreeInstances(t *testing.T) {
 	}
 	began := time.Now()
 	_, _, agent := binaries(t)
-	dir := t.TempDir()
-	secret := testproc.NewSecret(t)
-	rcv := newReceiver(t, secret)
-	var ins []*tier2
-	for i := range 3 {
-		ins = append(ins, startTier2(t, dir, i, rcv.port(), secret))
-	}
-	gw := startGateway(t, dir, ins)
+	c := startCluster(t, false)
+	dir, rcv, ins, gw := c.dir, c.rcv, c.ins, c.gw
 	t.Logf("4 collectors healthy after %s", time.Since(began).Round(time.Millisecond))
 
 	const loadSessions = 286
