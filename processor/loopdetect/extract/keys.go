@@ -68,7 +68,8 @@ func FoldLengths(t string) (lo, hi int, ok bool) {
 func (m *Match) MatchesString(s string) bool {
 	switch {
 	case m.Value != "":
-		return EqualFold(s, m.Value)
+		// The spelling configured is the one most spans send.
+		return s == m.Value || EqualFold(s, m.Value)
 	case m.Prefix != "":
 		return strings.HasPrefix(s, m.Prefix)
 	}

@@ -36,6 +36,10 @@ type Prefilter struct {
 	// key, which Screen reads anyway.
 	opTools []opMatch
 	opSkip  []opMatch
+	// opLens says, for an operation of n < 32 bytes, whether some opTools
+	// (opLenTool) or opSkip (opLenSkip) match can take it: most spans'
+	// operations (chat, ...) are settled by their length alone.
+	opLens [32]uint8
 	// opKey is the declared operation's key, when declares.
 	opKey    string
 	declares bool
@@ -119,9 +123,27 @@ func NewPrefilter(k extract.Keys) *Prefilter {
 				p.opSkip = append(p.opSkip, newOpMatch(m))
 			}
 		}
+		for n := range p.opLens {
+			for i := range p.opTools {
+				if p.opTools[i].fits(n) {
+					p.opLens[n] |= opLenTool
+				}
+			}
+			for i := range p.opSkip {
+				if p.opSkip[i].fits(n) {
+					p.opLens[n] |= opLenSkip
+				}
+			}
+		}
 	}
 	return p
 }
+
+// The bits of Prefilter.opLens.
+const (
+	opLenTool uint8 = 1 << iota
+	opLenSkip
+)
 
 // compileSkip lays the usage_skip keys out by length, or leaves them to
 // look-ups should one not fit.
@@ -177,16 +199,24 @@ func (p *Prefilter) Screen(span ptrace.Span) Screening {
 				return Screening{MaybeTool: true} // rendered as text by Value: leave it to Classify
 			}
 			str := v.Str()
-			for i := range p.opTools {
-				o := &p.opTools[i]
-				if o.fits(len(str)) && (str == o.m.Value || !extract.FoldMismatch(str, o.m.Value) && strings.EqualFold(str, o.m.Value)) {
-					return Screening{MaybeTool: true, Declared: p.opFirst}
+			fit := opLenTool | opLenSkip
+			if len(str) < len(p.opLens) {
+				fit = p.opLens[len(str)]
+			}
+			if fit&opLenTool != 0 {
+				for i := range p.opTools {
+					o := &p.opTools[i]
+					if o.fits(len(str)) && (str == o.m.Value || !extract.FoldMismatch(str, o.m.Value) && strings.EqualFold(str, o.m.Value)) {
+						return Screening{MaybeTool: true, Declared: p.opFirst}
+					}
 				}
 			}
 			// Usage looks the key up as Get does (the first occurrence).
-			for i := range p.opSkip {
-				if o := &p.opSkip[i]; o.fits(len(str)) && o.m.MatchesString(str) {
-					return Screening{NoUsage: true}
+			if fit&opLenSkip != 0 {
+				for i := range p.opSkip {
+					if o := &p.opSkip[i]; o.fits(len(str)) && o.m.MatchesString(str) {
+						return Screening{NoUsage: true}
+					}
 				}
 			}
 			return Screening{}

@@ -91,3 +91,38 @@ func TestUsageSkipInTheOnePassIsTheLookup(t *testing.T) {
 		})
 	}
 }
+
+// Screen settles an operation by its length only where no match of that
+// length exists: its answers are the matches', read value by value, for
+// operations of every length, spellings that fold and prefix matches.
+func TestScreenSettlesByLengthAsByValue(t *testing.T) {
+	keys := extract.DefaultKeys()
+	op := keys.ToolCall[0].Key
+	long := "an.operation.name.longer.than.thirty-two.bytes"
+	keys.ToolCall = append(keys.ToolCall, extract.Match{Key: op, Value: long})
+	keys.UsageSkip = append(keys.UsageSkip, extract.Match{Key: op, Prefix: "agent."}, extract.Match{Key: op, Value: "t\u017fk"})
+	p := NewPrefilter(keys)
+	for _, value := range []string{
+		"chat", "execute_tool", "EXECUTE_TOOL", "invoke_agent", "Invoke_Agent", "invo\u212ae_agent",
+		"invoke_agen", "agent.run", "agent.", "agent", "task", "TASK", "t\u017fk", "", long, "AN.OPERATION.NAME.LONGER.THAN.THIRTY-TWO.BYTES",
+		long + "!", "agent." + long,
+	} {
+		tool, skip := false, false
+		for _, m := range keys.ToolCall {
+			if m.Key == op && extract.EqualFold(value, m.Value) {
+				tool = true
+			}
+		}
+		for _, m := range keys.UsageSkip {
+			if m.Key == op && m.MatchesString(value) {
+				skip = true
+			}
+		}
+		span := ptrace.NewSpan()
+		span.Attributes().PutStr(op, value)
+		got := p.Screen(span)
+		if got.MaybeTool != tool || got.NoUsage != (skip && !tool) {
+			t.Errorf("%q: Screen = %+v, want tool %v, usage skipped %v", value, got, tool, skip && !tool)
+		}
+	}
+}
