@@ -184,6 +184,10 @@ func (t *attrTable) fill(size uint32) int {
 type roleSlots struct {
 	hints, skip, failure                              []int32 // parallel to ClientHints, SkipSpans, Failure
 	hintMask, skipMask, failureMask                   uint64  // their slots' bits
+	// hintsOrdered: the hints' slots do not fall in the list's order, and
+	// hintAt holds the first hint of each slot.
+	hintsOrdered bool
+	hintAt       [maxSlots]int32
 	toolName, args, result, callID, errType, toolStat keyList
 	session, agent                                    keyList
 	fingerprint, attempt, initial, backoff, maxAtt    int32
@@ -264,6 +268,14 @@ func compileSlots(k *Keys) (attrTable, roleSlots) {
 	r.deadline = t.slot(index, k.WaitDeadline)
 	r.reason = t.slot(index, k.WaitReason)
 	r.hintMask, r.skipMask, r.failureMask = bits(r.hints...), bits(r.skip...), bits(r.failure...)
+	r.hintsOrdered = slices.IsSorted(r.hints)
+	for i := len(r.hints) - 1; i >= 0; i-- {
+		if sl := r.hints[i]; sl < maxSlots {
+			r.hintAt[sl] = int32(i)
+		} else {
+			r.hintsOrdered = false
+		}
+	}
 	r.fingerprintMask = bits(r.fingerprint)
 	r.evidenceMask = bits(r.attempt, r.maxAtt, r.owner, r.deadline)
 	for _, m := range k.Redacted {

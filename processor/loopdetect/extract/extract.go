@@ -4,6 +4,7 @@
 package extract
 
 import (
+	mbits "math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -225,6 +226,19 @@ func clientHint[S Span](x *Extractor, a *attrs[S], client string) string {
 		// With it every slot fits maxSlots, and the hints whose keys the
 		// span lacks are passed over at once.
 		present = a.sink.seen & x.slots.hintMask
+		if hs := x.slots.hints; x.slots.hintsOrdered {
+			// Slots rising with the list: the hints of the slots present,
+			// taken by ascending slot, come in the list's order.
+			for p := present; p != 0; p &= p - 1 {
+				sl := int32(mbits.TrailingZeros64(p))
+				for i := int(x.slots.hintAt[sl]); i < len(hs) && hs[i] == sl; i++ {
+					if v, found := a.get(sl); found && x.keys.ClientHints[i].matchValue(v) {
+						return x.keys.ClientHints[i].Client
+					}
+				}
+			}
+			return client
+		}
 	}
 	for i := range x.keys.ClientHints {
 		sl := x.slots.hints[i]
@@ -312,7 +326,7 @@ func extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall, declare
 	} else {
 		c.Target = target(s, res)
 	}
-	if v, _, ok := a.first(&x.slots.callID); ok {
+	if v, _, ok := a.firstSlot(&x.slots.callID); ok {
 		if id := v.Text(); !x.ignoredCallID(id) {
 			c.CallID = id
 		}
@@ -386,7 +400,7 @@ func (x *Extractor) ignoredCallID(id string) bool {
 }
 
 func toolName[S Span](x *Extractor, a *attrs[S]) string {
-	if v, _, ok := a.first(&x.slots.toolName); ok && v.Text() != "" {
+	if v, _, ok := a.firstSlot(&x.slots.toolName); ok && v.Text() != "" {
 		return v.Text()
 	}
 	name := a.s.Name()
@@ -526,12 +540,12 @@ func failure[S Span](x *Extractor, a *attrs[S], result string, resultOK bool) (f
 	isErr, desc := s.Status()
 	// The none tests, inlined, spare most spans the look-ups' calls.
 	if !a.none(x.slots.errType.mask) {
-		if v, _, ok := a.first(&x.slots.errType); ok {
+		if v, _, ok := a.firstSlot(&x.slots.errType); ok {
 			class, isErr = v.Text(), true
 		}
 	}
 	if !a.none(x.slots.toolStat.mask) {
-		if v, _, ok := a.first(&x.slots.toolStat); ok && strings.EqualFold(v.Text(), "error") {
+		if v, _, ok := a.firstSlot(&x.slots.toolStat); ok && strings.EqualFold(v.Text(), "error") {
 			isErr = true
 		}
 	}
