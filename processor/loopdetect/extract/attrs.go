@@ -184,10 +184,6 @@ func (t *attrTable) fill(size uint32) int {
 type roleSlots struct {
 	hints, skip, failure                              []int32 // parallel to ClientHints, SkipSpans, Failure
 	hintMask, skipMask, failureMask                   uint64  // their slots' bits
-	// hintsOrdered: the hints' slots do not fall in the list's order, and
-	// hintAt holds the first hint of each slot.
-	hintsOrdered bool
-	hintAt       [maxSlots]int32
 	toolName, args, result, callID, errType, toolStat keyList
 	session, agent                                    keyList
 	fingerprint, attempt, initial, backoff, maxAtt    int32
@@ -203,6 +199,10 @@ type roleSlots struct {
 	// toolCall is parallel to ToolCall, nil when its keys would not fit
 	// maxSlots with the others: classify then reads them with Span.Attr.
 	toolCall []int32
+	// hintsOrdered: the hints' slots do not fall in the list's order, and
+	// hintAt holds the first hint of each slot.
+	hintsOrdered bool
+	hintAt       [maxSlots]int32
 }
 
 // mayRedact reports whether Redacted names the key of slot.
