@@ -9,8 +9,7 @@ import (
 // pairSpan is a span of ordered attributes (the first of a key wins, as in
 // pdata) that lists them in one pass; structured values go in lazily.
 type pairSpan struct {
-	attrs []pair
-	res   map[string]Value
+	attrs, res []pair
 }
 
 type pair struct {
@@ -18,19 +17,9 @@ type pair struct {
 	v   Value
 }
 
-func (s pairSpan) Name() string { return "op" }
-func (s pairSpan) Attr(key string) (Value, bool) {
-	if key == "" {
-		return Value{}, false // as pdata's Lookup
-	}
-	for _, p := range s.attrs {
-		if p.key == key {
-			return p.v, true
-		}
-	}
-	return Value{}, false
-}
-func (s pairSpan) ResourceAttr(key string) (Value, bool) { v, ok := s.res[key]; return v, ok }
+func (s pairSpan) Name() string                          { return "op" }
+func (s pairSpan) Attr(key string) (Value, bool)         { return firstPair(s.attrs, key) }
+func (s pairSpan) ResourceAttr(key string) (Value, bool) { return firstPair(s.res, key) }
 func (s pairSpan) TraceID() [16]byte                     { return [16]byte{7} }
 func (s pairSpan) SpanID() [8]byte                       { return [8]byte{1} }
 func (s pairSpan) ParentSpanID() [8]byte                 { return [8]byte{} }
@@ -41,8 +30,22 @@ func (s pairSpan) EventCount() int                       { return 0 }
 func (s pairSpan) EventName(int) string                  { return "" }
 func (s pairSpan) EventAttr(int, string) (Value, bool)   { return Value{}, false }
 
-func (*pairSpan) ListAttrs(s pairSpan, sink *AttrSink) {
-	for _, p := range s.attrs {
+func firstPair(ps []pair, key string) (Value, bool) {
+	if key == "" {
+		return Value{}, false // as pdata's Lookup
+	}
+	for _, p := range ps {
+		if p.key == key {
+			return p.v, true
+		}
+	}
+	return Value{}, false
+}
+
+func (*pairSpan) ListAttrs(s pairSpan, sink *AttrSink) { listPairs(s.attrs, sink) }
+
+func listPairs(ps []pair, sink *AttrSink) {
+	for _, p := range ps {
 		i := sink.Want(p.key)
 		if i < 0 {
 			continue
@@ -68,7 +71,7 @@ func shortcutKeys() []Keys {
 		ErrorType:   []string{"f", "e"},
 		ToolStatus:  []string{"g"},
 		Session:     []string{"s2", "b", "s1"},
-		Agent:       []string{"s1", "a"},
+		Agent:       []string{"s1", "", "a"},
 	}
 	ordered := Keys{
 		ToolCall:    []Match{{Key: "op", Value: "tool"}},
@@ -94,14 +97,13 @@ func randomSpan(r *rand.Rand, k *Keys) pairSpan {
 		{Kind: KindString, Str: "x"}, {Kind: KindString, Str: "y"}, {Kind: KindString, Str: "pq"}, {Kind: KindString},
 		{Kind: KindInt, Int: 3}, {Kind: KindStructured, Str: `{"a":1}`},
 	}
-	s := pairSpan{attrs: []pair{{key: "op", v: Value{Kind: KindString, Str: "tool"}}}, res: map[string]Value{}}
+	s := pairSpan{attrs: []pair{{key: "op", v: Value{Kind: KindString, Str: "tool"}}}}
 	for n := r.IntN(6); n > 0; n-- {
 		s.attrs = append(s.attrs, pair{key: universe[r.IntN(len(universe))], v: values[r.IntN(len(values))]})
 	}
-	for _, key := range append(append([]string{}, k.Session...), k.Agent...) {
-		if r.IntN(3) == 0 {
-			s.res[key] = values[r.IntN(len(values))]
-		}
+	resKeys := append(append([]string{"service.name", "other"}, k.Session...), k.Agent...)
+	for n := r.IntN(8); n > 0; n-- {
+		s.res = append(s.res, pair{key: resKeys[r.IntN(len(resKeys))], v: values[r.IntN(len(values))]})
 	}
 	return s
 }
@@ -115,7 +117,7 @@ func TestOnePassShortcutsAnswerAsLookupsKeyByKey(t *testing.T) {
 	for ki, keys := range shortcutKeys() {
 		x := New(keys, nil)
 		var sc Scratch
-		var resource map[string]Value
+		var resource []pair
 		for n := 0; n < 3000; n++ {
 			s := randomSpan(r, &x.keys)
 			if n%50 == 0 {
@@ -153,12 +155,8 @@ func TestOnePassShortcutsAnswerAsLookupsKeyByKey(t *testing.T) {
 				if v, k, found := slow.first(c.l); found {
 					text2, key2, ok2 = v.Text(), k, true
 				} else {
-					for _, sl := range c.l.slots {
-						if v, found := s.ResourceAttr(x.tab.keys[sl]); found {
-							text2, key2, ok2 = v.Text(), x.tab.keys[sl], true
-							break
-						}
-					}
+					var memo resourceFirst
+					text2, key2, ok2 = resourceFirstOf(s, x.tab.keys, c.l.slots, &memo)
 				}
 				if text != text2 || key != key2 || ok != ok2 {
 					t.Fatalf("keys %d, %s of %v / %v: (%q, %q, %v), key by key (%q, %q, %v)", ki, name, s.attrs, s.res, text, key, ok, text2, key2, ok2)
