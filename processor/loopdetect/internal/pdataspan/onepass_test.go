@@ -10,14 +10,13 @@ import (
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
 )
 
-// lookupSpan is a Span that lists nothing: extract reads it with Attr and
-// ResourceAttr, key by key.
+// lookupSpan is a Span that does not list its attributes: extract reads
+// it with Attr, key by key.
 type lookupSpan struct{ Span }
 
-// A span's and its resource's attributes read in one pass (ListAttrs,
-// ListResourceAttrs) extract as their look-ups do, with the resource shared
-// between spans or read for each.
-func TestListersExtractAsLookups(t *testing.T) {
+// A span's attributes read in one pass (ListAttrs) extract as their
+// look-ups do, with the resource shared between spans or read for each.
+func TestOnePassExtractsAsLookups(t *testing.T) {
 	x := extract.New(extract.DefaultKeys(), engine.NewNormalizer(engine.DefaultNormalizerConfig()))
 	resources := []map[string]any{
 		{},
