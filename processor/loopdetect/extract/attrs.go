@@ -72,7 +72,12 @@ func (a *AttrSink) Want(key string) int {
 // Put stores the value of the attribute whose key Want mapped to slot.
 func (a *AttrSink) Put(slot int, v Value) {
 	a.seen |= 1 << uint(slot)
-	a.vals[slot] = v
+	// Field by field: while the GC marks, a Value copied whole goes
+	// through the bulk write barrier, its one pointer alone through the
+	// buffered one.
+	e := &a.vals[slot]
+	e.Kind, e.Int, e.Float, e.Bool, e.Truncated = v.Kind, v.Int, v.Float, v.Bool, v.Truncated
+	e.Str = v.Str
 }
 
 // PutLazy records that the attribute whose key Want mapped to slot is
