@@ -1,5 +1,10 @@
 package extract
 
+import (
+	mbits "math/bits"
+	"slices"
+)
+
 // One pass over a tool span's attributes.
 //
 // Extract reads some forty span attribute keys (client hints, tool name,
@@ -67,7 +72,12 @@ func (a *AttrSink) Want(key string) int {
 // Put stores the value of the attribute whose key Want mapped to slot.
 func (a *AttrSink) Put(slot int, v Value) {
 	a.seen |= 1 << uint(slot)
-	a.vals[slot] = v
+	// Field by field: while the GC marks, a Value copied whole goes
+	// through the bulk write barrier, its one pointer alone through the
+	// buffered one.
+	e := &a.vals[slot]
+	e.Kind, e.Int, e.Float, e.Bool, e.Truncated = v.Kind, v.Int, v.Float, v.Bool, v.Truncated
+	e.Str = v.Str
 }
 
 // PutLazy records that the attribute whose key Want mapped to slot is
@@ -186,12 +196,18 @@ type roleSlots struct {
 	// evidenceMask: the evidence keys evidence reads first (the policy's
 	// interval and rate are read only with its max attempts).
 	evidenceMask uint64
+	// fingerprintMask is the fingerprint slot's bit.
+	fingerprintMask uint64
 	// redactMask: the argument and result keys that Redacted names, the
 	// only ones whose values may be redacted.
 	redactMask uint64
 	// toolCall is parallel to ToolCall, nil when its keys would not fit
 	// maxSlots with the others: classify then reads them with Span.Attr.
 	toolCall []int32
+	// hintsOrdered: the hints' slots do not fall in the list's order, and
+	// hintAt holds the first hint of each slot.
+	hintsOrdered bool
+	hintAt       [maxSlots]int32
 }
 
 // mayRedact reports whether Redacted names the key of slot.
@@ -205,6 +221,9 @@ func (r *roleSlots) mayRedact(sl int32) bool {
 type keyList struct {
 	slots []int32
 	mask  uint64
+	// ordered: the slots do not fall in the list's order, so the first key
+	// present is the lowest slot present.
+	ordered bool
 }
 
 // bits returns the bits of slots (a slot of maxSlots or more has none:
@@ -232,7 +251,7 @@ func compileSlots(k *Keys) (attrTable, roleSlots) {
 	}
 	list := func(keys []string) keyList {
 		sl := t.slots(index, keys)
-		return keyList{slots: sl, mask: bits(sl...)}
+		return keyList{slots: sl, mask: bits(sl...), ordered: slices.IsSorted(sl)}
 	}
 	r.hints = matchKeys(k.ClientHints)
 	r.skip = matchKeys(k.SkipSpans)
@@ -254,6 +273,15 @@ func compileSlots(k *Keys) (attrTable, roleSlots) {
 	r.deadline = t.slot(index, k.WaitDeadline)
 	r.reason = t.slot(index, k.WaitReason)
 	r.hintMask, r.skipMask, r.failureMask = bits(r.hints...), bits(r.skip...), bits(r.failure...)
+	r.hintsOrdered = slices.IsSorted(r.hints)
+	for i := len(r.hints) - 1; i >= 0; i-- {
+		if sl := r.hints[i]; sl < maxSlots {
+			r.hintAt[sl] = int32(i)
+		} else {
+			r.hintsOrdered = false
+		}
+	}
+	r.fingerprintMask = bits(r.fingerprint)
 	r.evidenceMask = bits(r.attempt, r.maxAtt, r.owner, r.deadline)
 	for _, m := range k.Redacted {
 		if sl, ok := index[m.Key]; ok {
@@ -309,26 +337,67 @@ func newAttrs[S Span](x *Extractor, s S, sc *Scratch) attrs[S] {
 	return a
 }
 
+// known answers Span.Attr(key of slot) from the one pass; ok is false when
+// only Span.Attr can (no one pass, or a value left lazy). It is not generic,
+// so the hot paths inline it: a method of a type parameter is called
+// through the instantiation's dictionary, which keeps its callers out of
+// line.
+func (k *AttrSink) known(slot int32) (v *Value, found, ok bool) {
+	if k == nil {
+		return nil, false, false
+	}
+	bit := uint64(1) << uint(slot)
+	if k.seen&bit == 0 {
+		return nil, false, true
+	}
+	if k.lazy&bit != 0 {
+		return nil, false, false
+	}
+	return &k.vals[slot], true, true
+}
+
+// firstKnown answers firstSlot over l from the one pass when one slot of l
+// is present, or l is ordered (the lowest slot present is then the first
+// key present); ok is false otherwise, or when that slot holds a lazy
+// value.
+func (k *AttrSink) firstKnown(l *keyList) (sl int32, found, ok bool) {
+	if k == nil {
+		return -1, false, false
+	}
+	p := k.seen & l.mask
+	if p == 0 {
+		return -1, false, true
+	}
+	if p&(p-1) != 0 && !l.ordered {
+		return -1, false, false
+	}
+	sl = int32(mbits.TrailingZeros64(p))
+	if k.lazy&(1<<uint(sl)) != 0 {
+		return -1, false, false
+	}
+	return sl, true, true
+}
+
 // get answers what s.Attr(key of slot) answers.
 func (a *attrs[S]) get(slot int32) (Value, bool) {
-	if a.sink != nil {
-		bit := uint64(1) << uint(slot)
-		if a.sink.seen&bit == 0 {
+	if v, found, ok := a.sink.known(slot); ok {
+		if !found {
 			return Value{}, false
 		}
-		if a.sink.lazy&bit == 0 {
-			return a.sink.vals[slot], true
-		}
+		return *v, true
 	}
-	return a.s.Attr(a.t.keys[slot])
+	return a.attr(slot)
 }
+
+// attr reads slot with Span.Attr.
+func (a *attrs[S]) attr(slot int32) (Value, bool) { return a.s.Attr(a.t.keys[slot]) }
 
 // none reports that the span has none of the keys of mask, which only the
 // one pass tells without looking them up.
 func (a *attrs[S]) none(mask uint64) bool { return a.sink != nil && a.sink.seen&mask == 0 }
 
 // first returns the first key of l present, as first does with keys.
-func (a *attrs[S]) first(l keyList) (Value, string, bool) {
+func (a *attrs[S]) first(l *keyList) (Value, string, bool) {
 	v, sl, ok := a.firstSlot(l)
 	if !ok {
 		return Value{}, "", false
@@ -337,7 +406,18 @@ func (a *attrs[S]) first(l keyList) (Value, string, bool) {
 }
 
 // firstSlot is first, naming the key by its slot.
-func (a *attrs[S]) firstSlot(l keyList) (Value, int32, bool) {
+func (a *attrs[S]) firstSlot(l *keyList) (Value, int32, bool) {
+	if sl, found, ok := a.sink.firstKnown(l); ok {
+		if !found {
+			return Value{}, -1, false
+		}
+		return a.sink.vals[sl], sl, true
+	}
+	return a.firstSlotEach(l)
+}
+
+// firstSlotEach is firstSlot key by key.
+func (a *attrs[S]) firstSlotEach(l *keyList) (Value, int32, bool) {
 	if a.none(l.mask) {
 		return Value{}, -1, false
 	}
@@ -349,11 +429,18 @@ func (a *attrs[S]) firstSlot(l keyList) (Value, int32, bool) {
 	return Value{}, -1, false
 }
 
-// firstOrResource is firstSpanOrResource over l; memo, when not nil, keeps
-// the resource's answer for the spans that share it.
-func (a *attrs[S]) firstOrResource(l keyList, memo *resourceFirst) (Value, string, bool) {
-	if v, k, ok := a.first(l); ok {
-		return v, k, true
+// firstTextOrResource is firstSpanOrResource over l, as text; memo, when
+// not nil, keeps the resource's answer for the spans that share it. Most
+// spans lack the keys and share a resource already read: that answer is
+// then at hand at once.
+func (a *attrs[S]) firstTextOrResource(l *keyList, memo *resourceFirst) (string, string, bool) {
+	if !a.none(l.mask) {
+		if v, k, ok := a.first(l); ok {
+			return v.Text(), k, true
+		}
+	}
+	if memo != nil && memo.read {
+		return memo.text, memo.key, memo.ok
 	}
 	return resourceFirstOf(a.s, a.t.keys, l.slots, memo)
 }

@@ -4,6 +4,7 @@
 package extract
 
 import (
+	mbits "math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -225,6 +226,19 @@ func clientHint[S Span](x *Extractor, a *attrs[S], client string) string {
 		// With it every slot fits maxSlots, and the hints whose keys the
 		// span lacks are passed over at once.
 		present = a.sink.seen & x.slots.hintMask
+		if hs := x.slots.hints; x.slots.hintsOrdered {
+			// Slots rising with the list: the hints of the slots present,
+			// taken by ascending slot, come in the list's order.
+			for p := present; p != 0; p &= p - 1 {
+				sl := int32(mbits.TrailingZeros64(p))
+				for i := int(x.slots.hintAt[sl]); i < len(hs) && hs[i] == sl; i++ {
+					if v, found := a.get(sl); found && x.keys.ClientHints[i].matchValue(v) {
+						return x.keys.ClientHints[i].Client
+					}
+				}
+			}
+			return client
+		}
 	}
 	for i := range x.keys.ClientHints {
 		sl := x.slots.hints[i]
@@ -299,22 +313,26 @@ func extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall, declare
 	c.Start, c.End = s.Start(), s.End()
 
 	res := sc.resource(x)
-	if v, k, ok := a.firstOrResource(x.slots.session, res.sessionMemo()); ok && v.Text() != "" {
-		c.Session, c.SessionSource = v.Text(), k
+	if text, k, ok := a.firstTextOrResource(&x.slots.session, res.sessionMemo()); ok && text != "" {
+		c.Session, c.SessionSource = text, k
 	} else {
 		c.Session, c.SessionSource = sc.traceSession(c.TraceID), "trace_id"
 	}
-	if v, _, ok := a.firstOrResource(x.slots.agent, res.agentMemo()); ok {
-		c.Agent = v.Text()
+	if text, _, ok := a.firstTextOrResource(&x.slots.agent, res.agentMemo()); ok {
+		c.Agent = text
 	}
-	c.Target = target(s, res)
-	if v, _, ok := a.first(x.slots.callID); ok {
+	if res != nil && res.hasTarget {
+		c.Target = res.target // most spans: the shared resource was read
+	} else {
+		c.Target = target(s, res)
+	}
+	if v, _, ok := a.firstSlot(&x.slots.callID); ok {
 		if id := v.Text(); !x.ignoredCallID(id) {
 			c.CallID = id
 		}
 	}
 
-	args, argsOK, argsCut := lookupContent(x, &a, x.slots.args, x.keys.ArgumentEvents)
+	args, argsOK, argsCut := lookupContent(x, &a, &x.slots.args, x.keys.ArgumentEvents)
 	if argsOK && !argsCut {
 		args = unwrapArgs(args)
 	}
@@ -330,15 +348,20 @@ func extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall, declare
 		out.Oversized = true
 	}
 
-	result, resultOK, resultCut := lookupContent(x, &a, x.slots.result, x.keys.ResultEvents)
+	result, resultOK, resultCut := lookupContent(x, &a, &x.slots.result, x.keys.ResultEvents)
 	if resultOK && !resultCut {
 		result = unwrapResult(result)
 	}
 	var errText string
 	c.Failed, c.ErrorClass, errText = failure(x, &a, result, resultOK)
 
-	if v, ok := a.get(x.slots.fingerprint); ok && v.Text() != "" {
-		c.Fingerprint, c.FingerprintSource = engine.Digest(xxhash.Sum64String(v.Text())), engine.FingerprintAttribute
+	var fp Value
+	var hasFP bool
+	if !a.none(x.slots.fingerprintMask) {
+		fp, hasFP = a.get(x.slots.fingerprint)
+	}
+	if hasFP && fp.Text() != "" {
+		c.Fingerprint, c.FingerprintSource = engine.Digest(xxhash.Sum64String(fp.Text())), engine.FingerprintAttribute
 	} else if c.Failed {
 		f := x.norm.Failure(c.ErrorClass, errText)
 		c.Fingerprint, c.FingerprintSource, c.UnknownTool = f.Digest, engine.FingerprintError, f.UnknownTool
@@ -377,7 +400,7 @@ func (x *Extractor) ignoredCallID(id string) bool {
 }
 
 func toolName[S Span](x *Extractor, a *attrs[S]) string {
-	if v, _, ok := a.first(x.slots.toolName); ok && v.Text() != "" {
+	if v, _, ok := a.firstSlot(&x.slots.toolName); ok && v.Text() != "" {
 		return v.Text()
 	}
 	name := a.s.Name()
@@ -400,7 +423,7 @@ func toolName[S Span](x *Extractor, a *attrs[S]) string {
 // span events (Strands puts them in gen_ai.tool.message / gen_ai.choice, or
 // in gen_ai.client.inference.operation.details messages). Values listed as
 // redacted count as absent.
-func lookupContent[S Span](x *Extractor, a *attrs[S], slots keyList, events []EventKey) (text string, found, truncated bool) {
+func lookupContent[S Span](x *Extractor, a *attrs[S], slots *keyList, events []EventKey) (text string, found, truncated bool) {
 	if v, sl, ok := a.firstSlot(slots); ok {
 		if x.slots.mayRedact(sl) && x.redacted(a.t.keys[sl], v) {
 			return "", false, false
@@ -515,11 +538,16 @@ func unwrapResult(result string) string {
 func failure[S Span](x *Extractor, a *attrs[S], result string, resultOK bool) (failed bool, class, text string) {
 	s := a.s
 	isErr, desc := s.Status()
-	if v, _, ok := a.first(x.slots.errType); ok {
-		class, isErr = v.Text(), true
+	// The none tests, inlined, spare most spans the look-ups' calls.
+	if !a.none(x.slots.errType.mask) {
+		if v, _, ok := a.firstSlot(&x.slots.errType); ok {
+			class, isErr = v.Text(), true
+		}
 	}
-	if v, _, ok := a.first(x.slots.toolStat); ok && strings.EqualFold(v.Text(), "error") {
-		isErr = true
+	if !a.none(x.slots.toolStat.mask) {
+		if v, _, ok := a.firstSlot(&x.slots.toolStat); ok && strings.EqualFold(v.Text(), "error") {
+			isErr = true
+		}
 	}
 	for i := range x.keys.Failure {
 		if a.none(x.slots.failureMask) {

@@ -18,10 +18,10 @@ type resourceMemo struct {
 	session, agent resourceFirst
 }
 
-// resourceFirst is the resource half of firstOrResource for one key list,
-// valid when read.
+// resourceFirst is the resource half of firstTextOrResource for one key
+// list, valid when read: the text of the first key present, and that key.
 type resourceFirst struct {
-	v    Value
+	text string
 	key  string
 	ok   bool
 	read bool
@@ -75,17 +75,18 @@ func target[S Span](s S, m *resourceMemo) engine.Target {
 	return t
 }
 
-// resourceFirstOf returns the first key of slots the resource of s has, read
-// once per shared resource when memo is not nil.
-func resourceFirstOf[S Span](s S, keys []string, slots []int32, memo *resourceFirst) (Value, string, bool) {
+// resourceFirstOf returns the text of the first key of slots the resource
+// of s has, and that key, read once per shared resource when memo is not
+// nil.
+func resourceFirstOf[S Span](s S, keys []string, slots []int32, memo *resourceFirst) (string, string, bool) {
 	if memo != nil && memo.read {
-		return memo.v, memo.key, memo.ok
+		return memo.text, memo.key, memo.ok
 	}
 	var r resourceFirst
 	for _, sl := range slots {
 		k := keys[sl]
 		if v, ok := s.ResourceAttr(k); ok {
-			r = resourceFirst{v: v, key: k, ok: true}
+			r = resourceFirst{text: v.Text(), key: k, ok: true}
 			break
 		}
 	}
@@ -93,7 +94,7 @@ func resourceFirstOf[S Span](s S, keys []string, slots []int32, memo *resourceFi
 		r.read = true
 		*memo = r
 	}
-	return r.v, r.key, r.ok
+	return r.text, r.key, r.ok
 }
 
 // sessionMemo is the memo of the session keys' resource half, or nil.

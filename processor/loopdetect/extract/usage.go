@@ -60,8 +60,8 @@ func UsageSession[S Span](x *Extractor, s S, sc *Scratch) string {
 	// keys; by default the session is the trace id.
 	if len(x.slots.session.slots) > 0 {
 		a := newAttrs(x, s, sc)
-		if v, _, ok := a.firstOrResource(x.slots.session, sc.resource(x).sessionMemo()); ok && v.Text() != "" {
-			return v.Text()
+		if text, _, ok := a.firstTextOrResource(&x.slots.session, sc.resource(x).sessionMemo()); ok && text != "" {
+			return text
 		}
 	}
 	return sc.traceSession(s.TraceID())
