@@ -324,6 +324,8 @@ type canonHasher struct {
 	// buf holds the decoded string with escapes, unless it outgrows it:
 	// the hasher lives on its caller's stack, and so do decoded strings.
 	buf [256]byte
+	// long hashes a value string that outgrows buf as it is decoded.
+	long longValue
 }
 
 // skipSpace returns the index of the first byte at or after pos that is
@@ -441,30 +443,34 @@ found:
 		h.pos = i + 1
 		return h.s[start:i], nil
 	}
-	return h.unescape(start, i)
+	str, _, err := h.unescape(start, i, nil)
+	return str, err
 }
 
 // unescape decodes the string from start, whose first escape is at i, into
-// the hasher's buffer: the runs between escapes are copied whole.
-func (h *canonHasher) unescape(start, i int) (string, error) {
+// the hasher's buffer: the runs between escapes are copied whole. With lv
+// (a value whose string is only hashed) a string that outgrows the buffer
+// may be hashed as it is decoded: then lv.state is longOn and the hash is
+// returned instead of the string.
+func (h *canonHasher) unescape(start, i int, lv *longValue) (string, uint64, error) {
 	s := h.s
 	// buf is never stored in h: that would move the hasher to the heap.
-	buf := append(h.buf[:0], s[start:i]...)
+	buf := lv.appendRun(h.buf[:0], s[start:i])
 	for {
 		// s[i] is a backslash.
 		i++
 		if i >= len(s) {
-			return "", errSyntax
+			return "", 0, errSyntax
 		}
 		if e := s[i]; e != 'u' {
-			buf = append(buf, unescapeByte[e])
+			buf = append(lv.room(buf, 1), unescapeByte[e])
 		} else {
 			if i+4 >= len(s) {
-				return "", errSyntax
+				return "", 0, errSyntax
 			}
 			r, ok := hex4(s[i+1 : i+5])
 			if !ok {
-				return "", errSyntax
+				return "", 0, errSyntax
 			}
 			i += 4
 			// A surrogate pair is one character: "\ud83d\ude00" == "😀".
@@ -476,7 +482,7 @@ func (h *canonHasher) unescape(start, i int) (string, error) {
 					}
 				}
 			}
-			buf = utf8.AppendRune(buf, r)
+			buf = utf8.AppendRune(lv.room(buf, utf8.UTFMax), r)
 		}
 		i++
 		// The run up to the next quote or escape is copied 8 bytes at a
@@ -495,15 +501,18 @@ func (h *canonHasher) unescape(start, i int) (string, error) {
 			buf, i = buf[:k+8], i+8
 		}
 		if j := quoteOrEscapeAt(s, i); j < 0 {
-			return "", errSyntax
+			return "", 0, errSyntax
 		} else {
-			buf, i = append(buf, s[i:j]...), j
+			buf, i = lv.appendRun(buf, s[i:j]), j
 		}
 	runEnd:
 		if s[i] == '"' {
 			h.pos = i + 1
+			if lv != nil && lv.state == longOn {
+				return "", lv.sum(buf), nil
+			}
 			// Aliases buf: callers use it before the next str call.
-			return unsafe.String(unsafe.SliceData(buf), len(buf)), nil
+			return unsafe.String(unsafe.SliceData(buf), len(buf)), 0, nil
 		}
 	}
 }
@@ -619,11 +628,19 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 				str, pos = s[start:i], i+1
 			} else {
 				var err error
+				var lv *longValue
+				if !expectKey && !statusKey {
+					lv = &h.long
+					lv.state = longIdle
+				}
 				h.pos = pos
-				if str, err = h.unescape(start, i); err != nil {
+				if str, vh, err = h.unescape(start, i, lv); err != nil {
 					return 0, err
 				}
 				pos, w = h.pos, 0
+				if lv != nil && lv.state == longOn {
+					goto value
+				}
 			}
 			if expectKey {
 				// str may alias buf: it is done with before the value.

@@ -1,0 +1,97 @@
+package engine
+
+import (
+	"bytes"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// longValue hashes a string value that outgrows the hasher's buffer while
+// it is decoded (a file's content with its escapes), chunk by chunk into an
+// xxhash.Digest, so that the decoded string is never held whole and nothing
+// is allocated. The digest of the chunks is xxhash.Sum64 of their
+// concatenation, so the value hashes as hashString would hash it whole.
+//
+// hashString trims the string, so what is written must be the trimmed
+// string: leading space is dropped before the first chunk, and each chunk
+// ends at an ASCII byte that is no space, so the trailing space is held back
+// until more follows or the string ends. A value that may be JSON itself
+// ('{' or '[' after the leading space: embedded canonicalizes it) or whose
+// held-back space fills the buffer before anything can be written is
+// decoded whole, onto the heap, as before.
+type longValue struct {
+	d     xxhash.Digest
+	state longState
+}
+
+type longState uint8
+
+const (
+	longIdle longState = iota // nothing written yet
+	longOn                    // chunks written to d
+	longOff                   // decoded whole
+)
+
+// room makes room for n more bytes in buf, by hashing what can be hashed
+// of it. buf may still be full: the caller's append then grows it.
+func (lv *longValue) room(buf []byte, n int) []byte {
+	if lv == nil || len(buf)+n <= cap(buf) {
+		return buf
+	}
+	return lv.flush(buf)
+}
+
+// appendRun appends run to buf, hashing the buffer whenever it fills.
+func (lv *longValue) appendRun(buf []byte, run string) []byte {
+	for lv != nil && lv.state != longOff && len(buf)+len(run) > cap(buf) {
+		k := cap(buf) - len(buf)
+		buf = append(buf, run[:k]...)
+		run = run[k:]
+		if buf = lv.flush(buf); len(buf) == cap(buf) {
+			break
+		}
+	}
+	return append(buf, run...)
+}
+
+// flush writes buf up to its last ASCII byte that is no space to the
+// digest and returns the rest, moved to the front. Such a byte is a whole
+// rune and ends no space rune, so the trimmed string runs at least to it
+// however the string goes on; a multi-byte rune is never cut in two.
+func (lv *longValue) flush(buf []byte) []byte {
+	cut := len(buf)
+	for cut > 0 && (buf[cut-1] <= ' ' || buf[cut-1] >= utf8.RuneSelf) {
+		cut--
+	}
+	from := 0
+	switch lv.state {
+	case longOff:
+		return buf
+	case longIdle:
+		// The first rune after the leading space is whole when UTFMax
+		// bytes follow its start; the string then starts as buf does,
+		// and is longer than strHash's short form.
+		t := bytes.TrimLeftFunc(buf, unicode.IsSpace)
+		from = len(buf) - len(t)
+		if len(t) < utf8.UTFMax || t[0] == '{' || t[0] == '[' || cut-from <= 16 {
+			lv.state = longOff
+			return buf
+		}
+		lv.d.Reset()
+		lv.state = longOn
+	}
+	if cut <= from {
+		return buf
+	}
+	lv.d.Write(buf[from:cut])
+	return buf[:copy(buf, buf[cut:])]
+}
+
+// sum finishes the value whose undecoded rest is buf: hashString of the
+// whole string.
+func (lv *longValue) sum(buf []byte) uint64 {
+	lv.d.Write(bytes.TrimRightFunc(buf, unicode.IsSpace))
+	return lv.d.Sum64() ^ tagString
+}
