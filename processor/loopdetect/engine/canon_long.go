@@ -14,16 +14,23 @@ import (
 // is allocated. The digest of the chunks is xxhash.Sum64 of their
 // concatenation, so the value hashes as hashString would hash it whole.
 //
-// hashString trims the string, so what is written must be the trimmed
-// string: leading space is dropped before the first chunk, and each chunk
-// ends at an ASCII byte that is no space, so the trailing space is held back
-// until more follows or the string ends. A value that may be JSON itself
-// ('{' or '[' after the leading space: embedded canonicalizes it) or whose
-// held-back space fills the buffer before anything can be written is
-// decoded whole, onto the heap, as before.
+// hashString trims the string when its first or last byte is at most ' ',
+// so what is written must be the string as hashString sees it: leading
+// space is dropped before the first chunk when the first byte is such a
+// byte, and each chunk ends at an ASCII byte that is no space, so trailing
+// space is held back until the string's last byte says whether it goes.
+//
+// Decoded whole, onto the heap as before, are: a value that may be JSON
+// itself ('{' or '[' after the leading space: embedded canonicalizes it),
+// one that starts with a non-ASCII space (trimmed or not by its last byte),
+// and one of which the first full buffer holds at most 16 bytes after the
+// leading space. A run of space longer than the buffer inside a hashed
+// value grows the buffer.
 type longValue struct {
 	d     xxhash.Digest
 	state longState
+	// trim: the first byte is at most ' ', so the string is trimmed.
+	trim bool
 }
 
 type longState uint8
@@ -75,7 +82,8 @@ func (lv *longValue) flush(buf []byte) []byte {
 		// and is longer than strHash's short form.
 		t := bytes.TrimLeftFunc(buf, unicode.IsSpace)
 		from = len(buf) - len(t)
-		if len(t) < utf8.UTFMax || t[0] == '{' || t[0] == '[' || cut-from <= 16 {
+		lv.trim = buf[0] <= ' '
+		if len(t) < utf8.UTFMax || t[0] == '{' || t[0] == '[' || cut-from <= 16 || (from > 0 && !lv.trim) {
 			lv.state = longOff
 			return buf
 		}
@@ -92,6 +100,11 @@ func (lv *longValue) flush(buf []byte) []byte {
 // sum finishes the value whose undecoded rest is buf: hashString of the
 // whole string.
 func (lv *longValue) sum(buf []byte) uint64 {
-	lv.d.Write(bytes.TrimRightFunc(buf, unicode.IsSpace))
+	// The last byte written so far is no space: only buf may end the
+	// string with one.
+	if lv.trim || (len(buf) > 0 && buf[len(buf)-1] <= ' ') {
+		buf = bytes.TrimRightFunc(buf, unicode.IsSpace)
+	}
+	lv.d.Write(buf)
 	return lv.d.Sum64() ^ tagString
 }
