@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"math/bits"
 	"strings"
 	"unicode/utf16"
@@ -62,10 +63,15 @@ type keySet struct {
 	shapes      [8]uint64
 	prefixFirst [4]uint64
 	prefixMin   int // normalized length of the shortest prefix
-	// clean has bit shortHash&511 of every exact key whose normalized
-	// form is at most 16 bytes: a clean key (see clean) is its own
-	// normalized form, and the hash of it is at hand.
-	clean [8]uint64
+	// prefixFrom is prefixMin, or more than any key's length when the
+	// set has no prefix that can match.
+	prefixFrom int
+	// clean has, in word shortHash>>6&15, the cleanBits of the shortHash
+	// of every exact key whose normalized form is at most 16 bytes: a
+	// clean key (see clean) is its own normalized form, and the hash of it
+	// is at hand. Two bits, because with one of 512 a tenth of all keys
+	// went on to the normalized hash for nothing.
+	clean [16]uint64
 }
 
 type prefixHash struct {
@@ -102,7 +108,7 @@ func normHash(key string) (h uint64, n int) {
 }
 
 func newKeySet(keys []string) *keySet {
-	ks := &keySet{exact: make(map[uint64]struct{}, len(keys))}
+	ks := &keySet{exact: make(map[uint64]struct{}, len(keys)), prefixFrom: math.MaxInt}
 	for _, k := range keys {
 		if p, ok := strings.CutSuffix(k, "*"); ok {
 			h, n := normHash(p)
@@ -116,7 +122,7 @@ func newKeySet(keys []string) *keySet {
 				first := normalized(p)[0] | 0x20
 				ks.prefixFirst[first>>6] |= 1 << (first & 63)
 				if ks.prefixMin == 0 || n < ks.prefixMin {
-					ks.prefixMin = n
+					ks.prefixMin, ks.prefixFrom = n, n
 				}
 			}
 			continue
@@ -131,8 +137,8 @@ func newKeySet(keys []string) *keySet {
 			ks.shapes[b>>6] |= 1 << (b & 63)
 		}
 		if nk := normalized(k); len(nk) <= 16 {
-			c := strHash(nk) & 511
-			ks.clean[c>>6] |= 1 << (c & 63)
+			c := strHash(nk)
+			ks.clean[c>>6&15] |= cleanBits(c)
 		}
 	}
 	return ks
@@ -644,13 +650,21 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 			}
 			if expectKey {
 				// str may alias buf: it is done with before the value.
-				if n := len(str); n < 8 && w != 0 {
+				if n := len(str); n <= 16 && w != 0 {
 					// key, in line for the most frequent keys: short
-					// and without escapes.
-					w &= 1<<(8*n) - 1
-					a, b := wordWords(w, n)
+					// and without escapes. Its first word is at hand;
+					// from 8 bytes on its last ends before pos's quote.
+					var a, b, u uint64
+					if n < 8 {
+						w &= 1<<(8*n) - 1
+						a, b = wordWords(w, n)
+						u = unclean(w)
+					} else {
+						a, b = w, load64(s, pos-9)
+						u = unclean(a) | unclean(b)
+					}
 					keyHash, denied, statusKey = shortHash(a, b, n), false, false
-					if unclean(w) != 0 {
+					if u != 0 {
 						denied, statusKey = h.classify(str, depth)
 					} else if h.deny.mayHaveClean(keyHash, str, true) || (h.terminal != nil && depth < 3 && h.terminal.keys.mayHaveClean(keyHash, str, false)) {
 						denied, statusKey = h.match(str, depth)
@@ -687,6 +701,19 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 				vh = hashString(str)
 			}
 		case c == '-' || ('0' <= c && c <= '9'):
+			if pos+8 <= len(s) {
+				// Most numbers are a few digits: where the digits end is
+				// found in one word; only a number going on ('.', 'e', …)
+				// or a longer one takes the loop.
+				x := load64(s, pos)
+				if m := nonDigit(x) &^ 0x80; m != 0 {
+					if k := bits.TrailingZeros64(m) >> 3; !isNumber[s[pos+k]] {
+						a, b := wordWords(x&(1<<(8*k)-1), k)
+						vh, pos = shortHash(a, b, k)^tagNumber, pos+k
+						break
+					}
+				}
+			}
 			i := pos + 1
 			for i < len(s) && isNumber[s[i]] {
 				i++
@@ -771,20 +798,34 @@ func unclean(x uint64) uint64 {
 	return (letters | seps) &^ x & swarHigh
 }
 
+// nonDigit marks (high bit) the bytes of a word that are no ASCII digit.
+func nonDigit(x uint64) uint64 {
+	const low7 = 0x7f7f7f7f7f7f7f7f
+	t := x & low7
+	digits := (t + swarOnes*(0x80-'0')) &^ (t + swarOnes*(0x80-'9'-1)) &^ x
+	return ^digits & swarHigh
+}
+
 // mayHaveClean is mayHave for a clean key of at most 16 bytes whose
 // strHash is hash.
 func (ks *keySet) mayHaveClean(hash uint64, key string, prefixes bool) bool {
 	if ks == nil {
 		return false
 	}
-	if c := hash & 511; ks.clean[c>>6]&(1<<(c&63)) != 0 {
+	if m := cleanBits(hash); ks.clean[hash>>6&15]&m == m {
 		return true
 	}
-	if !prefixes || ks.prefixMin == 0 || len(key) < ks.prefixMin {
+	if !prefixes || len(key) < ks.prefixFrom {
 		return false
 	}
 	f := key[0] | 0x20
 	return ks.prefixFirst[f>>6]&(1<<(f&63)) != 0
+}
+
+// cleanBits are the two bits of a word of keySet.clean that a key of short
+// hash h sets.
+func cleanBits(h uint64) uint64 {
+	return 1<<(h&63) | 1<<(h>>10&63)
 }
 
 // key hashes and classifies an object key.
