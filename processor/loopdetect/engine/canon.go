@@ -599,6 +599,9 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 	var denied, statusKey, record bool
 	var wkey string
 	expectKey := obj
+	// top: the members are looked at for a wrapper or recorded; below
+	// the top level one branch skips all of that.
+	top := wrap != nil || (depth == 0 && h.want != "")
 	for {
 		var vh uint64
 		var isNull bool
@@ -672,10 +675,12 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 				} else {
 					keyHash, denied, statusKey = h.key(str, depth)
 				}
-				if wrap != nil {
-					wkey = wrapperKey(str)
+				if top {
+					if wrap != nil {
+						wkey = wrapperKey(str)
+					}
+					record = depth == 0 && h.want != "" && !h.found && str == h.want
 				}
-				record = depth == 0 && h.want != "" && !h.found && str == h.want
 				if pos, c = nextByte(s, pos); c != ':' {
 					return 0, errSyntax
 				}
@@ -746,19 +751,21 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 			acc = mum(acc^primeArray, vh^tagArray)
 			n++
 		} else {
-			if wkey == "args" && c != '"' && c != '-' && (c < '0' || c > '9') {
-				// A container or literal: only [] is an empty args.
-				wrap.argsEmpty = strings.HasPrefix(s[vstart:], "[]")
-			}
-			if wrap != nil && !denied {
-				wrap.note(wkey, vh)
-			}
 			if !denied && !isNull {
 				acc += mum(keyHash^tagMember, vh^tagString)
 				n++
 			}
-			if record {
-				h.member, h.found, record = [2]int{vstart, pos}, true, false
+			if top {
+				if wkey == "args" && c != '"' && c != '-' && (c < '0' || c > '9') {
+					// A container or literal: only [] is an empty args.
+					wrap.argsEmpty = strings.HasPrefix(s[vstart:], "[]")
+				}
+				if wrap != nil && !denied {
+					wrap.note(wkey, vh)
+				}
+				if record {
+					h.member, h.found, record = [2]int{vstart, pos}, true, false
+				}
 			}
 			expectKey = true
 		}
