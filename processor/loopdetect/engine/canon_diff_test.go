@@ -178,3 +178,19 @@ func FuzzCanonicalMatchesReference(f *testing.F) {
 	}
 	f.Fuzz(checkAgainstReference)
 }
+
+// FuzzLongValueMatchesReference: a string value long enough to outgrow the
+// hasher's buffer while it is decoded (hashed in chunks then) digests as the
+// reference's, whatever spaces and escapes it starts, repeats and ends with.
+func FuzzLongValueMatchesReference(f *testing.F) {
+	f.Add(`\n`, "ab", "  ", uint16(300))
+	f.Add(" \u00a0", `x\t`, "\u2003", uint16(200))
+	f.Add("", `\u00e9`, `\u00a0`, uint16(100))
+	f.Add("\u3000", "y ", "\u00a0", uint16(400))
+	f.Add(`\"{`, `\"a\":1,`, `}`, uint16(90))
+	f.Fuzz(func(t *testing.T, head, unit, tail string, k uint16) {
+		body := strings.Repeat(unit, int(k)%(1+(16<<10)/(1+len(unit))))
+		checkAgainstReference(t, `{"s":"`+head+body+tail+`"}`)
+		checkAgainstReference(t, `["`+head+body+tail+`",1]`)
+	})
+}
