@@ -93,7 +93,7 @@ func (lv *longValue) flush(buf []byte) []byte {
 	if cut <= from {
 		return buf
 	}
-	lv.d.Write(buf[from:cut])
+	_, _ = lv.d.Write(buf[from:cut]) // never fails
 	return buf[:copy(buf, buf[cut:])]
 }
 
@@ -105,6 +105,6 @@ func (lv *longValue) sum(buf []byte) uint64 {
 	if lv.trim || (len(buf) > 0 && buf[len(buf)-1] <= ' ') {
 		buf = bytes.TrimRightFunc(buf, unicode.IsSpace)
 	}
-	lv.d.Write(buf)
+	_, _ = lv.d.Write(buf) // never fails
 	return lv.d.Sum64() ^ tagString
 }
