@@ -52,7 +52,15 @@ func (lv *longValue) room(buf []byte, n int) []byte {
 
 // appendRun appends run to buf, hashing the buffer whenever it fills.
 func (lv *longValue) appendRun(buf []byte, run string) []byte {
-	for lv != nil && lv.state != longOff && len(buf)+len(run) > cap(buf) {
+	if lv == nil || len(buf)+len(run) <= cap(buf) {
+		return append(buf, run...)
+	}
+	return lv.appendLong(buf, run)
+}
+
+// appendLong is appendRun for a run that does not fit.
+func (lv *longValue) appendLong(buf []byte, run string) []byte {
+	for lv.state != longOff && len(buf)+len(run) > cap(buf) {
 		k := cap(buf) - len(buf)
 		buf = append(buf, run[:k]...)
 		run = run[k:]
