@@ -330,8 +330,6 @@ type canonHasher struct {
 	// buf holds the decoded string with escapes, unless it outgrows it:
 	// the hasher lives on its caller's stack, and so do decoded strings.
 	buf [256]byte
-	// long hashes a value string that outgrows buf as it is decoded.
-	long longValue
 }
 
 // skipSpace returns the index of the first byte at or after pos that is
@@ -457,9 +455,13 @@ found:
 // the hasher's buffer: the runs between escapes are copied whole. With lv
 // (a value whose string is only hashed) a string that outgrows the buffer
 // may be hashed as it is decoded: then lv.state is longOn and the hash is
-// returned instead of the string.
+// returned instead of the string. With longProbe it gives up with errLong
+// instead.
 func (h *canonHasher) unescape(start, i int, lv *longValue) (string, uint64, error) {
 	s := h.s
+	if !lv.fits(0, i-start) {
+		return "", 0, errLong
+	}
 	// buf is never stored in h: that would move the hasher to the heap.
 	buf := lv.appendRun(h.buf[:0], s[start:i])
 	for {
@@ -468,7 +470,9 @@ func (h *canonHasher) unescape(start, i int, lv *longValue) (string, uint64, err
 		if i >= len(s) {
 			return "", 0, errSyntax
 		}
-		if e := s[i]; e != 'u' {
+		if e := s[i]; !lv.fits(len(buf), utf8.UTFMax) {
+			return "", 0, errLong
+		} else if e != 'u' {
 			buf = append(lv.room(buf, 1), unescapeByte[e])
 		} else {
 			if i+4 >= len(s) {
@@ -509,6 +513,9 @@ func (h *canonHasher) unescape(start, i int, lv *longValue) (string, uint64, err
 		if j := quoteOrEscapeAt(s, i); j < 0 {
 			return "", 0, errSyntax
 		} else {
+			if !lv.fits(len(buf), j-i) {
+				return "", 0, errLong
+			}
 			buf, i = lv.appendRun(buf, s[i:j]), j
 		}
 	runEnd:
@@ -639,15 +646,19 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 				var err error
 				var lv *longValue
 				if !expectKey && !statusKey {
-					lv = &h.long
-					lv.state = longIdle
+					lv = longProbe
 				}
 				h.pos = pos
-				if str, vh, err = h.unescape(start, i, lv); err != nil {
+				str, vh, err = h.unescape(start, i, lv)
+				hashed := false
+				if err == errLong {
+					str, vh, hashed, err = h.unescapeLong(start, i)
+				}
+				if err != nil {
 					return 0, err
 				}
 				pos, w = h.pos, 0
-				if lv != nil && lv.state == longOn {
+				if hashed {
 					goto value
 				}
 			}
