@@ -2,6 +2,7 @@ package benchdata
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -65,6 +66,26 @@ func TestSearchResultIsExactSizeJSONOfMatches(t *testing.T) {
 			}
 			if len(v.Matches) == 0 || len(v.Matches) < n/200 {
 				t.Fatalf("SearchResult(%d, %d): %d matches, structure must fill it", call, n, len(v.Matches))
+			}
+		}
+	}
+}
+
+func TestFileReadIsExactSizeJSONWithEscapedContent(t *testing.T) {
+	for _, n := range []int{1024, 8 << 10, 64 << 10} {
+		for _, call := range []uint64{1, 7, 12345} {
+			s := FileRead(call, n)
+			if len(s) != n {
+				t.Fatalf("FileRead(%d, %d) is %d bytes", call, n, len(s))
+			}
+			var v struct {
+				Content string `json:"content"`
+			}
+			if err := json.Unmarshal([]byte(s), &v); err != nil {
+				t.Fatalf("FileRead(%d, %d) not JSON: %v %s", call, n, err, s)
+			}
+			if len(v.Content) < n/2 || !strings.Contains(v.Content, "\n\t") || !strings.Contains(v.Content, `"`) {
+				t.Fatalf("FileRead(%d, %d): content of %d bytes lacks escapes", call, n, len(v.Content))
 			}
 		}
 	}

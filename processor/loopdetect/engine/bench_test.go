@@ -9,6 +9,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -221,40 +223,128 @@ func BenchmarkCanonical(b *testing.B) {
 }
 
 // BenchmarkCanonicalBytes is the streaming canonical digest's cost per
-// JSON byte on structure-dense search results (benchdata.SearchResult: an
-// array of match objects with numbers, booleans, nested objects, escapes
-// and volatile keys) of 200 B, 2 KiB and 64 KiB, through Normalizer.Result
-// and Normalizer.Signature. The size cap is raised so the 64 KiB document
-// is canonicalized, not hashed as oversized.
+// JSON byte, through Normalizer.Result and Normalizer.Signature, on:
+// structure-dense search results (benchdata.SearchResult: an array of match
+// objects with numbers, booleans, nested objects, escapes and volatile keys)
+// of 200 B, 2 KiB and 64 KiB; file-read results of 8 KiB and 64 KiB whose
+// content is one long escaped string (benchdata.FileRead); and the recorded
+// corpus, every tool argument and result in the recorded agent traces under
+// testdata (recordedToolPayloads). The size cap is raised so the large
+// documents are canonicalized, not hashed as oversized.
 func BenchmarkCanonicalBytes(b *testing.B) {
 	cfg := engine.DefaultNormalizerConfig()
 	cfg.MaxCanonicalBytes = 1 << 20
 	norm := engine.NewNormalizer(cfg)
 	const docs = 64
-	for _, size := range []struct {
-		name string
-		n    int
-	}{{"200B", 200}, {"2KiB", 2 << 10}, {"64KiB", 64 << 10}} {
+	generated := func(gen func(uint64, int) string, n int) []string {
 		corpus := make([]string, docs)
 		for i := range corpus {
-			corpus[i] = benchdata.SearchResult(uint64(i+1), size.n)
+			corpus[i] = gen(uint64(i+1), n)
+		}
+		return corpus
+	}
+	cases := []struct {
+		name   string
+		corpus []string
+	}{
+		{"200B", generated(benchdata.SearchResult, 200)},
+		{"2KiB", generated(benchdata.SearchResult, 2<<10)},
+		{"64KiB", generated(benchdata.SearchResult, 64<<10)},
+		{"file8KiB", generated(benchdata.FileRead, 8<<10)},
+		{"file64KiB", generated(benchdata.FileRead, 64<<10)},
+		{"recorded", recordedToolPayloads(b)},
+	}
+	for _, c := range cases {
+		total := 0
+		for _, d := range c.corpus {
+			total += len(d)
 		}
 		for _, api := range []string{"result", "signature"} {
-			b.Run("size="+size.name+"/api="+api, func(b *testing.B) {
-				b.SetBytes(int64(size.n))
+			b.Run("size="+c.name+"/api="+api, func(b *testing.B) {
+				// One op is one document; ns/byte is over the corpus'
+				// average document.
+				avg := float64(total) / float64(len(c.corpus))
+				b.SetBytes(int64(avg))
 				b.ReportAllocs()
 				for i := 0; i < b.N; i++ {
-					d := corpus[i%docs]
+					d := c.corpus[i%len(c.corpus)]
 					if api == "result" {
 						sinkDigest = norm.Result("grep", d).Digest
 					} else {
 						sinkDigest, _ = norm.Signature("grep", d, true)
 					}
 				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(size.n), "ns/byte")
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/avg, "ns/byte")
 			})
 		}
 	}
+}
+
+// recordedPayloadKeys are the attributes in which the recorded frameworks
+// put a tool call's arguments and result.
+var recordedPayloadKeys = map[string]bool{
+	"gen_ai.tool.call.arguments": true, "gen_ai.tool.call.result": true,
+	"gcp.vertex.agent.tool_call_args": true, "gcp.vertex.agent.tool_response": true,
+	"tool_input": true, "tool_parameters": true,
+	"input.value": true, "output.value": true,
+	"ai.toolCall.args": true, "ai.toolCall.result": true,
+	"traceloop.entity.input": true, "traceloop.entity.output": true,
+}
+
+// recordedToolPayloads returns the string values of recordedPayloadKeys in
+// the recorded real-agent traces and logs (the client scenarios and the
+// Claude Code replay), in file order.
+func recordedToolPayloads(b *testing.B) []string {
+	b.Helper()
+	files, err := filepath.Glob("../../../testdata/scenarios/client-*/input.jsonl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	more, err := filepath.Glob("../../../cmd/loopreplay/testdata/claude-code/*.jsonl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out []string
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if k, ok := v["key"].(string); ok && recordedPayloadKeys[k] {
+				if val, ok := v["value"].(map[string]any); ok {
+					if s, ok := val["stringValue"].(string); ok && s != "" {
+						out = append(out, s)
+					}
+				}
+			}
+			for _, e := range v {
+				walk(e)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	for _, f := range append(files, more...) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.TrimSpace(line) == "" {
+				continue
+			}
+			var v any
+			if err := json.Unmarshal([]byte(line), &v); err != nil {
+				b.Fatalf("%s: %v", f, err)
+			}
+			walk(v)
+		}
+	}
+	if len(out) == 0 {
+		b.Fatal("no recorded tool payloads found")
+	}
+	return out
 }
 
 // BenchmarkGrowth: Observe cost per tool call (digests precomputed) as the

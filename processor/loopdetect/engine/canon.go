@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"math/bits"
 	"strings"
 	"unicode/utf16"
@@ -62,10 +63,15 @@ type keySet struct {
 	shapes      [8]uint64
 	prefixFirst [4]uint64
 	prefixMin   int // normalized length of the shortest prefix
-	// clean has bit shortHash&511 of every exact key whose normalized
-	// form is at most 16 bytes: a clean key (see clean) is its own
-	// normalized form, and the hash of it is at hand.
-	clean [8]uint64
+	// prefixFrom is prefixMin, or more than any key's length when the
+	// set has no prefix that can match.
+	prefixFrom int
+	// clean has, in word shortHash>>6&15, the cleanBits of the shortHash
+	// of every exact key whose normalized form is at most 16 bytes: a
+	// clean key (see clean) is its own normalized form, and the hash of it
+	// is at hand. Two bits, because with one of 512 a tenth of all keys
+	// went on to the normalized hash for nothing.
+	clean [16]uint64
 }
 
 type prefixHash struct {
@@ -102,7 +108,7 @@ func normHash(key string) (h uint64, n int) {
 }
 
 func newKeySet(keys []string) *keySet {
-	ks := &keySet{exact: make(map[uint64]struct{}, len(keys))}
+	ks := &keySet{exact: make(map[uint64]struct{}, len(keys)), prefixFrom: math.MaxInt}
 	for _, k := range keys {
 		if p, ok := strings.CutSuffix(k, "*"); ok {
 			h, n := normHash(p)
@@ -116,7 +122,7 @@ func newKeySet(keys []string) *keySet {
 				first := normalized(p)[0] | 0x20
 				ks.prefixFirst[first>>6] |= 1 << (first & 63)
 				if ks.prefixMin == 0 || n < ks.prefixMin {
-					ks.prefixMin = n
+					ks.prefixMin, ks.prefixFrom = n, n
 				}
 			}
 			continue
@@ -131,8 +137,8 @@ func newKeySet(keys []string) *keySet {
 			ks.shapes[b>>6] |= 1 << (b & 63)
 		}
 		if nk := normalized(k); len(nk) <= 16 {
-			c := strHash(nk) & 511
-			ks.clean[c>>6] |= 1 << (c & 63)
+			c := strHash(nk)
+			ks.clean[c>>6&15] |= cleanBits(c)
 		}
 	}
 	return ks
@@ -441,30 +447,40 @@ found:
 		h.pos = i + 1
 		return h.s[start:i], nil
 	}
-	return h.unescape(start, i)
+	str, _, err := h.unescape(start, i, nil)
+	return str, err
 }
 
 // unescape decodes the string from start, whose first escape is at i, into
-// the hasher's buffer: the runs between escapes are copied whole.
-func (h *canonHasher) unescape(start, i int) (string, error) {
+// the hasher's buffer: the runs between escapes are copied whole. With lv
+// (a value whose string is only hashed) a string that outgrows the buffer
+// may be hashed as it is decoded: then lv.state is longOn and the hash is
+// returned instead of the string. With longProbe it gives up with errLong
+// instead.
+func (h *canonHasher) unescape(start, i int, lv *longValue) (string, uint64, error) {
 	s := h.s
+	if !lv.fits(0, i-start) {
+		return "", 0, errLong
+	}
 	// buf is never stored in h: that would move the hasher to the heap.
-	buf := append(h.buf[:0], s[start:i]...)
+	buf := lv.appendRun(h.buf[:0], s[start:i])
 	for {
 		// s[i] is a backslash.
 		i++
 		if i >= len(s) {
-			return "", errSyntax
+			return "", 0, errSyntax
 		}
-		if e := s[i]; e != 'u' {
-			buf = append(buf, unescapeByte[e])
+		if e := s[i]; !lv.fits(len(buf), utf8.UTFMax) {
+			return "", 0, errLong
+		} else if e != 'u' {
+			buf = append(lv.room(buf, 1), unescapeByte[e])
 		} else {
 			if i+4 >= len(s) {
-				return "", errSyntax
+				return "", 0, errSyntax
 			}
 			r, ok := hex4(s[i+1 : i+5])
 			if !ok {
-				return "", errSyntax
+				return "", 0, errSyntax
 			}
 			i += 4
 			// A surrogate pair is one character: "\ud83d\ude00" == "😀".
@@ -476,7 +492,7 @@ func (h *canonHasher) unescape(start, i int) (string, error) {
 					}
 				}
 			}
-			buf = utf8.AppendRune(buf, r)
+			buf = utf8.AppendRune(lv.room(buf, utf8.UTFMax), r)
 		}
 		i++
 		// The run up to the next quote or escape is copied 8 bytes at a
@@ -495,15 +511,21 @@ func (h *canonHasher) unescape(start, i int) (string, error) {
 			buf, i = buf[:k+8], i+8
 		}
 		if j := quoteOrEscapeAt(s, i); j < 0 {
-			return "", errSyntax
+			return "", 0, errSyntax
 		} else {
-			buf, i = append(buf, s[i:j]...), j
+			if !lv.fits(len(buf), j-i) {
+				return "", 0, errLong
+			}
+			buf, i = lv.appendRun(buf, s[i:j]), j
 		}
 	runEnd:
 		if s[i] == '"' {
 			h.pos = i + 1
+			if lv != nil && lv.state == longOn {
+				return "", lv.sum(buf), nil
+			}
 			// Aliases buf: callers use it before the next str call.
-			return unsafe.String(unsafe.SliceData(buf), len(buf)), nil
+			return unsafe.String(unsafe.SliceData(buf), len(buf)), 0, nil
 		}
 	}
 }
@@ -584,6 +606,9 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 	var denied, statusKey, record bool
 	var wkey string
 	expectKey := obj
+	// top: the members are looked at for a wrapper or recorded; below
+	// the top level one branch skips all of that.
+	top := wrap != nil || (depth == 0 && h.want != "")
 	for {
 		var vh uint64
 		var isNull bool
@@ -619,21 +644,41 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 				str, pos = s[start:i], i+1
 			} else {
 				var err error
+				var lv *longValue
+				if !expectKey && !statusKey {
+					lv = longProbe
+				}
 				h.pos = pos
-				if str, err = h.unescape(start, i); err != nil {
+				str, vh, err = h.unescape(start, i, lv)
+				hashed := false
+				if err == errLong {
+					str, vh, hashed, err = h.unescapeLong(start, i)
+				}
+				if err != nil {
 					return 0, err
 				}
 				pos, w = h.pos, 0
+				if hashed {
+					goto value
+				}
 			}
 			if expectKey {
 				// str may alias buf: it is done with before the value.
-				if n := len(str); n < 8 && w != 0 {
+				if n := len(str); n <= 16 && w != 0 {
 					// key, in line for the most frequent keys: short
-					// and without escapes.
-					w &= 1<<(8*n) - 1
-					a, b := wordWords(w, n)
+					// and without escapes. Its first word is at hand;
+					// from 8 bytes on its last ends before pos's quote.
+					var a, b, u uint64
+					if n < 8 {
+						w &= 1<<(8*n) - 1
+						a, b = wordWords(w, n)
+						u = unclean(w)
+					} else {
+						a, b = w, load64(s, pos-9)
+						u = unclean(a) | unclean(b)
+					}
 					keyHash, denied, statusKey = shortHash(a, b, n), false, false
-					if unclean(w) != 0 {
+					if u != 0 {
 						denied, statusKey = h.classify(str, depth)
 					} else if h.deny.mayHaveClean(keyHash, str, true) || (h.terminal != nil && depth < 3 && h.terminal.keys.mayHaveClean(keyHash, str, false)) {
 						denied, statusKey = h.match(str, depth)
@@ -641,10 +686,12 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 				} else {
 					keyHash, denied, statusKey = h.key(str, depth)
 				}
-				if wrap != nil {
-					wkey = wrapperKey(str)
+				if top {
+					if wrap != nil {
+						wkey = wrapperKey(str)
+					}
+					record = depth == 0 && h.want != "" && !h.found && str == h.want
 				}
-				record = depth == 0 && h.want != "" && !h.found && str == h.want
 				if pos, c = nextByte(s, pos); c != ':' {
 					return 0, errSyntax
 				}
@@ -670,6 +717,19 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 				vh = hashString(str)
 			}
 		case c == '-' || ('0' <= c && c <= '9'):
+			if pos+8 <= len(s) {
+				// Most numbers are a few digits: where the digits end is
+				// found in one word; only a number going on ('.', 'e', …)
+				// or a longer one takes the loop.
+				x := load64(s, pos)
+				if m := nonDigit(x) &^ 0x80; m != 0 {
+					if k := bits.TrailingZeros64(m) >> 3; !isNumber[s[pos+k]] {
+						a, b := wordWords(x&(1<<(8*k)-1), k)
+						vh, pos = shortHash(a, b, k)^tagNumber, pos+k
+						break
+					}
+				}
+			}
 			i := pos + 1
 			for i < len(s) && isNumber[s[i]] {
 				i++
@@ -702,19 +762,21 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 			acc = mum(acc^primeArray, vh^tagArray)
 			n++
 		} else {
-			if wkey == "args" && c != '"' && c != '-' && (c < '0' || c > '9') {
-				// A container or literal: only [] is an empty args.
-				wrap.argsEmpty = strings.HasPrefix(s[vstart:], "[]")
-			}
-			if wrap != nil && !denied {
-				wrap.note(wkey, vh)
-			}
 			if !denied && !isNull {
 				acc += mum(keyHash^tagMember, vh^tagString)
 				n++
 			}
-			if record {
-				h.member, h.found, record = [2]int{vstart, pos}, true, false
+			if top {
+				if wkey == "args" && c != '"' && c != '-' && (c < '0' || c > '9') {
+					// A container or literal: only [] is an empty args.
+					wrap.argsEmpty = strings.HasPrefix(s[vstart:], "[]")
+				}
+				if wrap != nil && !denied {
+					wrap.note(wkey, vh)
+				}
+				if record {
+					h.member, h.found, record = [2]int{vstart, pos}, true, false
+				}
 			}
 			expectKey = true
 		}
@@ -754,20 +816,34 @@ func unclean(x uint64) uint64 {
 	return (letters | seps) &^ x & swarHigh
 }
 
+// nonDigit marks (high bit) the bytes of a word that are no ASCII digit.
+func nonDigit(x uint64) uint64 {
+	const low7 = 0x7f7f7f7f7f7f7f7f
+	t := x & low7
+	digits := (t + swarOnes*(0x80-'0')) &^ (t + swarOnes*(0x80-'9'-1)) &^ x
+	return ^digits & swarHigh
+}
+
 // mayHaveClean is mayHave for a clean key of at most 16 bytes whose
 // strHash is hash.
 func (ks *keySet) mayHaveClean(hash uint64, key string, prefixes bool) bool {
 	if ks == nil {
 		return false
 	}
-	if c := hash & 511; ks.clean[c>>6]&(1<<(c&63)) != 0 {
+	if m := cleanBits(hash); ks.clean[hash>>6&15]&m == m {
 		return true
 	}
-	if !prefixes || ks.prefixMin == 0 || len(key) < ks.prefixMin {
+	if !prefixes || len(key) < ks.prefixFrom {
 		return false
 	}
 	f := key[0] | 0x20
 	return ks.prefixFirst[f>>6]&(1<<(f&63)) != 0
+}
+
+// cleanBits are the two bits of a word of keySet.clean that a key of short
+// hash h sets.
+func cleanBits(h uint64) uint64 {
+	return 1<<(h&63) | 1<<(h>>10&63)
 }
 
 // key hashes and classifies an object key.

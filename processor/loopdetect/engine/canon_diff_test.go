@@ -88,9 +88,35 @@ func diffDocs() []string {
 		s := strings.Repeat("x", n)
 		docs = append(docs, `{"`+s+`":"`+s+`","k`+s+`":" `+s+`","`+s+`_":["`+s+`\n"]}`, `["`+s+`\"","\\`+s+`"]`)
 	}
+	// Escaped strings longer than the hasher's buffer: hashed in chunks
+	// unless they may be JSON, with space (ASCII and not, escaped and not,
+	// runs longer than the buffer) at both ends and in the middle, and a
+	// multi-byte space across a chunk's end.
+	long := func(k int, c string) string { return strings.Repeat(c, k) }
+	docs = append(docs,
+		`{"s":"`+long(300, " ")+`\n`+long(20, "x")+`"}`, `{"s":"ab\n`+long(300, "x")+long(600, " ")+`\t"}`,
+		`{"s":"a\n`+long(300, "x")+long(600, " ")+`b"}`, `{"s":"\n`+long(10, "x")+long(300, " ")+`"}`,
+		`{"s":"\n`+long(16, "x")+long(300, "\t")+`y"}`, `{"s":"\n`+long(17, "x")+long(300, "\t")+`"}`,
+		`{"s":"`+long(100, "\u3000")+`x\n`+long(300, "y")+`"}`, `{"s":"`+long(100, "\u3000")+`"}`,
+		`{"s":"`+long(100, "\u3000")+`x\n`+long(300, "y")+long(100, "\u00a0")+`"}`,
+		`{"a":" {\"k\":\"`+long(300, "x")+`\"}"}`, `{"a":"[\"`+long(300, "x")+`\"]"}`, `{"a":"[\"`+long(300, "x")+`\"]x"}`,
+		`{"status":"\n`+long(300, "x")+`"}`, `{"s":"\n`+long(300, "x")+`\ud83d\ude00\u00e9"}`, `{"s":"\n`+long(300, "x"),
+		`["\n`+long(300, "x")+`","`+long(300, "y")+`\"`+long(3, " ")+`"]`, `{"`+long(300, "k")+`\n":"`+long(300, "v")+`\n"}`,
+		// hashString trims only a string with a byte of at most ' ' at
+		// either end: a non-ASCII space at one end alone stays.
+		`{"s":"`+"\u00a0"+`x\n`+long(300, "y")+`"}`, `{"s":"`+"\u00a0"+`x\n`+long(300, "y")+` "}`,
+		`{"s":"x\n`+long(300, "y")+"\u00a0"+`"}`, `{"s":"\u00a0x\n`+long(300, "y")+"\u00a0\\t"+`"}`,
+		`{"s":"x\n`+long(300, "y")+"\u2003\u2003"+long(300, "z")+"\u2003"+`"}`,
+	)
+	for k := 248; k < 264; k++ {
+		docs = append(docs, `{"s":"\n`+long(k, "x")+"\u00a0"+`"}`, `{"s":"\n`+long(k, "x")+"\u00a0y"+long(300, "z")+`"}`,
+			`{"s":"\n`+long(k, "x")+`\u2003 `+"\u2003"+`"}`, `{"s":"\t`+long(k, " ")+`x"}`, `{"s":"`+long(k, "x")+`\n"}`,
+			`{"s":"\n`+long(k, "\u00e9")+`"}`, `{"s":"\n`+long(k/3, "x")+long(k, "\u0085")+`x"}`)
+	}
 	for seed := uint64(1); seed <= 8; seed++ {
 		docs = append(docs, benchdata.Args("read_file", seed, 200), benchdata.Result(seed, 500),
-			benchdata.SearchResult(seed, 200), benchdata.SearchResult(seed, 2048), benchdata.SearchResult(seed, 9000))
+			benchdata.SearchResult(seed, 200), benchdata.SearchResult(seed, 2048), benchdata.SearchResult(seed, 9000),
+			benchdata.FileRead(seed, 1024), benchdata.FileRead(seed, 9000))
 	}
 	return docs
 }
@@ -151,4 +177,20 @@ func FuzzCanonicalMatchesReference(f *testing.F) {
 		f.Add(d)
 	}
 	f.Fuzz(checkAgainstReference)
+}
+
+// FuzzLongValueMatchesReference: a string value long enough to outgrow the
+// hasher's buffer while it is decoded (hashed in chunks then) digests as the
+// reference's, whatever spaces and escapes it starts, repeats and ends with.
+func FuzzLongValueMatchesReference(f *testing.F) {
+	f.Add(`\n`, "ab", "  ", uint16(300))
+	f.Add(" \u00a0", `x\t`, "\u2003", uint16(200))
+	f.Add("", `\u00e9`, `\u00a0`, uint16(100))
+	f.Add("\u3000", "y ", "\u00a0", uint16(400))
+	f.Add(`\"{`, `\"a\":1,`, `}`, uint16(90))
+	f.Fuzz(func(t *testing.T, head, unit, tail string, k uint16) {
+		body := strings.Repeat(unit, int(k)%(1+(16<<10)/(1+len(unit))))
+		checkAgainstReference(t, `{"s":"`+head+body+tail+`"}`)
+		checkAgainstReference(t, `["`+head+body+tail+`",1]`)
+	})
 }
