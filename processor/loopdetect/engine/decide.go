@@ -80,17 +80,22 @@ const (
 	doneRetry
 )
 
-func (e *Engine) newWindow(sh *shard, s *session, now int64) window {
-	return window{e: e, sh: sh, s: s, h: s.hist, now: now}
+// reset points w at a session for one evaluation. Only the inputs and the
+// done bits are set: a cached analysis is read only once its bit says it
+// was computed, and clearing the whole window (its scratch verdict
+// included) on every tool call showed in the profile.
+func (w *window) reset(e *Engine, sh *shard, s *session, now int64) {
+	w.e, w.sh, w.s, w.h, w.now, w.done = e, sh, s, s.hist, now, 0
 }
 
-// periodic is the periodicity of the newest calls.
-func (w *window) periodic() (shape, bool) {
+// periodic is the periodicity of the newest calls. The shape is returned
+// by pointer: half a dozen rules read it on every call.
+func (w *window) periodic() (*shape, bool) {
 	if w.done&doneShape == 0 {
 		w.done |= doneShape
 		w.shape, w.isPeriodic = w.e.periodic(w.h)
 	}
-	return w.shape, w.isPeriodic
+	return &w.shape, w.isPeriodic
 }
 
 // frequent is the longest run of one signature among the last

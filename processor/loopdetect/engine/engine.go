@@ -126,16 +126,18 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 		s.firstSeen = nowNs
 	}
 	s.noteMeta(c)
-	rec := record{
-		start:   c.Start.UnixNano(),
-		sig:     c.Signature,
-		fp:      c.Fingerprint,
-		spanID:  c.SpanID,
-		parent:  id32(c.ParentSpanID),
-		durUs:   micros(c.End.Sub(c.Start)),
-		tool:    sh.names.id(truncate(c.Tool, maxToolName), nowNs),
-		attempt: uint8(min(max(c.Attempt, 0), math.MaxUint8)),
-	}
+	// Field by field: a composite literal is built in a temporary and
+	// copied with wide loads right after its narrow stores, which stalled
+	// on store forwarding in the profile.
+	var rec record
+	rec.start = c.Start.UnixNano()
+	rec.sig = c.Signature
+	rec.fp = c.Fingerprint
+	rec.spanID = c.SpanID
+	rec.parent = id32(c.ParentSpanID)
+	rec.durUs = micros(c.End.Sub(c.Start))
+	rec.tool = sh.names.id(truncate(c.Tool, maxToolName), nowNs)
+	rec.attempt = uint8(min(max(c.Attempt, 0), math.MaxUint8))
 	rec.setFPSource(c.FingerprintSource)
 	if c.CallID != "" {
 		rec.callID = uint32(xxhash.Sum64String(c.CallID)) | 1
