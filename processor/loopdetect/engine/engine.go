@@ -380,10 +380,7 @@ func (t *internTable) id(name string, now int64) uint16 {
 		return 0
 	}
 	if id, ok := t.ids[name]; ok {
-		t.used[id] = now
-		if t.head != id {
-			t.toFront(id)
-		}
+		t.touch(id, now)
 		return id
 	}
 	var id uint16
@@ -405,6 +402,14 @@ func (t *internTable) id(name string, now int64) uint16 {
 	t.ids[n] = id
 	t.pushFront(id)
 	return id
+}
+
+// touch marks id used at now.
+func (t *internTable) touch(id uint16, now int64) {
+	t.used[id] = now
+	if t.head != id {
+		t.toFront(id)
+	}
 }
 
 func (t *internTable) pushFront(id uint16) {
