@@ -171,7 +171,7 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 		e.stats.Duplicates.Add(1)
 		return e.evaluate(sh, s, nowNs, TriggerCall, c.SpanID, out)
 	}
-	pos, outOfOrder := s.insert(rec, e.cfg.HistorySize)
+	pos, outOfOrder := s.insert(&rec, e.cfg.HistorySize)
 	if outOfOrder {
 		e.stats.OutOfOrder.Add(1)
 	}
@@ -346,6 +346,20 @@ type internTable struct {
 	head, tail uint16
 	max        int
 	minAge     int64
+	// near remembers the id of a recently used name in a slot picked by a
+	// cheap function of the name, and a hit is checked against names: an
+	// id names one name at a time. Hashing each call's tool name into ids
+	// showed in the profile of a tool call; an agent calls few tools.
+	near [nearSlots]uint16
+}
+
+// nearSlots is the size of internTable.near (a power of two).
+const nearSlots = 64
+
+// nearSlot picks name's slot in internTable.near from its length and its
+// first and last bytes: tool names differ there, and reading them is cheap.
+func nearSlot(name string) int {
+	return (len(name)*7 ^ int(name[0]) ^ int(name[len(name)-1])<<2) & (nearSlots - 1)
 }
 
 const (
@@ -379,7 +393,13 @@ func (t *internTable) id(name string, now int64) uint16 {
 	if name == "" {
 		return 0
 	}
+	slot := nearSlot(name)
+	if id := t.near[slot]; id > otherID && t.names[id] == name {
+		t.touch(id, now)
+		return id
+	}
 	if id, ok := t.ids[name]; ok {
+		t.near[slot] = id
 		t.touch(id, now)
 		return id
 	}
@@ -400,6 +420,7 @@ func (t *internTable) id(name string, now int64) uint16 {
 	n := strings.Clone(name)
 	t.names[id], t.used[id] = n, now
 	t.ids[n] = id
+	t.near[slot] = id
 	t.pushFront(id)
 	return id
 }

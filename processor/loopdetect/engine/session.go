@@ -218,7 +218,7 @@ func (s *session) dedup(c *record) dedupOutcome {
 // insert places r by start time and returns its position (-1: older than
 // everything kept, counted but not stored) and whether it arrived out of
 // order.
-func (s *session) insert(r record, capacity int) (int, bool) {
+func (s *session) insert(r *record, capacity int) (int, bool) {
 	s.total++
 	n := len(s.hist)
 	pos := n
@@ -231,7 +231,7 @@ func (s *session) insert(r record, capacity int) (int, bool) {
 		}
 		copy(s.hist, s.hist[1:pos])
 		pos--
-		s.hist[pos] = r
+		s.hist[pos] = *r
 	} else {
 		if n == cap(s.hist) {
 			// Grow by doubling up to exactly capacity: short sessions stay small.
@@ -241,7 +241,7 @@ func (s *session) insert(r record, capacity int) (int, bool) {
 		}
 		s.hist = append(s.hist, record{})
 		copy(s.hist[pos+1:], s.hist[pos:n])
-		s.hist[pos] = r
+		s.hist[pos] = *r
 	}
 	for i := pos; i < len(s.hist); i++ {
 		s.markChanged(i)
