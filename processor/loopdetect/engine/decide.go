@@ -184,4 +184,3 @@ func cycleKey(h []record, period int) uint64 {
 	}
 	return k
 }
-
