@@ -103,6 +103,7 @@ func (w *window) periodic() (*shape, bool) {
 func (w *window) frequent() (count, first int) {
 	if w.done&doneFrequent == 0 {
 		w.done |= doneFrequent
+		w.freqCount, w.freqFirst = 0, 0 // reset keeps the last session's
 		if w.e.cfg.FrequentThreshold > 0 {
 			w.freqCount, w.freqFirst = w.e.frequent(w.h, false, w.e.cfg.FrequentWindow)
 		}
