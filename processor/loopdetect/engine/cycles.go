@@ -31,44 +31,65 @@ func satInc(x uint8) uint8 {
 	return x + 1
 }
 
+// mayHold reports whether d may be in recent, four entries at a time: a
+// working agent's new pair is in none, and the exact scan for the nearest
+// one cost more than the rest of observe. Empty slots are zero, so d == 0
+// may answer true falsely; the exact scan then finds nothing.
+func (t *cycleTracker) mayHold(d uint16) bool {
+	const ones, highs = 0x0001_0001_0001_0001, 0x8000_8000_8000_8000
+	pat := uint64(d) * ones
+	for i := 0; i < recentCalls; i += 4 {
+		x := pat ^ (uint64(t.recent[i]) | uint64(t.recent[i+1])<<16 | uint64(t.recent[i+2])<<32 | uint64(t.recent[i+3])<<48)
+		if (x-ones)&^x&highs != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // observe records r, the newest call by arrival. Positions are computed
 // with a compare instead of a modulo: this runs on every call.
 func (t *cycleTracker) observe(r *record) {
 	d := uint16(mix(uint64(r.sig)^mix(uint64(r.fp))) >> 48)
 	head, n := int(t.head), int(t.n)
-	// The nearest earlier call with the same pair: scan back from the
-	// newest, first the part of the ring before head, then the wrapped end.
 	dist := 0
-	for i := head - 1; i >= 0 && head-i <= n; i-- {
-		if t.recent[i] == d {
-			dist = head - i
-			break
-		}
-	}
-	if dist == 0 {
-		for i := recentCalls - 1; i >= head && head+recentCalls-i <= n; i-- {
+	if r.hasFP() && !r.has(fLowConf) && t.mayHold(d) {
+		// The nearest earlier call with the same pair: scan back from the
+		// newest, first the part of the ring before head, then the wrapped end.
+		for i := head - 1; i >= 0 && head-i <= n; i-- {
 			if t.recent[i] == d {
-				dist = head + recentCalls - i
+				dist = head - i
 				break
 			}
 		}
+		if dist == 0 {
+			for i := recentCalls - 1; i >= head && head+recentCalls-i <= n; i-- {
+				if t.recent[i] == d {
+					dist = head + recentCalls - i
+					break
+				}
+			}
+		}
 	}
-	if r.hasFP() && !r.has(fLowConf) && dist > 0 {
+	if dist > 0 {
 		t.seenRun = satInc(t.seenRun)
 		t.seenSpan = max(t.seenSpan, uint8(dist))
 	} else {
 		t.seenRun, t.seenSpan = 0, 0
 	}
-	resultless := !r.hasFP() && !r.has(fLowConf)
-	for p := 1; p <= maxResultlessPeriod; p++ {
-		i := head - p
-		if i < 0 {
-			i += recentCalls
-		}
-		if resultless && p <= n && t.recent[i] == d {
-			t.resultless[p-1] = satInc(t.resultless[p-1])
-		} else {
-			t.resultless[p-1] = 0
+	if r.hasFP() || r.has(fLowConf) {
+		t.resultless = [maxResultlessPeriod]uint8{} // most calls have results
+	} else {
+		for p := 1; p <= maxResultlessPeriod; p++ {
+			i := head - p
+			if i < 0 {
+				i += recentCalls
+			}
+			if p <= n && t.recent[i] == d {
+				t.resultless[p-1] = satInc(t.resultless[p-1])
+			} else {
+				t.resultless[p-1] = 0
+			}
 		}
 	}
 	t.recent[head] = d

@@ -80,17 +80,22 @@ const (
 	doneRetry
 )
 
-func (e *Engine) newWindow(sh *shard, s *session, now int64) window {
-	return window{e: e, sh: sh, s: s, h: s.hist, now: now}
+// reset points w at a session for one evaluation. Only the inputs and the
+// done bits are set: a cached analysis is read only once its bit says it
+// was computed, and clearing the whole window (its scratch verdict
+// included) on every tool call showed in the profile.
+func (w *window) reset(e *Engine, sh *shard, s *session, now int64) {
+	w.e, w.sh, w.s, w.h, w.now, w.done = e, sh, s, s.hist, now, 0
 }
 
-// periodic is the periodicity of the newest calls.
-func (w *window) periodic() (shape, bool) {
+// periodic is the periodicity of the newest calls. The shape is returned
+// by pointer: half a dozen rules read it on every call.
+func (w *window) periodic() (*shape, bool) {
 	if w.done&doneShape == 0 {
 		w.done |= doneShape
 		w.shape, w.isPeriodic = w.e.periodic(w.h)
 	}
-	return w.shape, w.isPeriodic
+	return &w.shape, w.isPeriodic
 }
 
 // frequent is the longest run of one signature among the last
@@ -98,6 +103,7 @@ func (w *window) periodic() (shape, bool) {
 func (w *window) frequent() (count, first int) {
 	if w.done&doneFrequent == 0 {
 		w.done |= doneFrequent
+		w.freqCount, w.freqFirst = 0, 0 // reset keeps the last session's
 		if w.e.cfg.FrequentThreshold > 0 {
 			w.freqCount, w.freqFirst = w.e.frequent(w.h, false, w.e.cfg.FrequentWindow)
 		}
@@ -159,7 +165,9 @@ func (e *Engine) decide(w *window) *verdict {
 	// hundred-odd bytes showed in the profile of a tool call.
 	v := &w.scratch
 	*v = verdict{}
-	for _, r := range verdictOrder {
+	// Ranged through a pointer: ranging over the array copied its
+	// thirteen interface values on every call.
+	for _, r := range &verdictOrder {
 		if r.evaluate(w, v) {
 			v.by = r
 			return v

@@ -132,16 +132,18 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 		s.firstSeen = nowNs
 	}
 	s.noteMeta(c)
-	rec := record{
-		start:   c.Start.UnixNano(),
-		sig:     c.Signature,
-		fp:      c.Fingerprint,
-		spanID:  c.SpanID,
-		parent:  id32(c.ParentSpanID),
-		durUs:   micros(c.End.Sub(c.Start)),
-		tool:    sh.names.id(truncate(c.Tool, maxToolName), nowNs),
-		attempt: uint8(min(max(c.Attempt, 0), math.MaxUint8)),
-	}
+	// Field by field: a composite literal is built in a temporary and
+	// copied with wide loads right after its narrow stores, which stalled
+	// on store forwarding in the profile.
+	var rec record
+	rec.start = c.Start.UnixNano()
+	rec.sig = c.Signature
+	rec.fp = c.Fingerprint
+	rec.spanID = c.SpanID
+	rec.parent = id32(c.ParentSpanID)
+	rec.durUs = micros(c.End.Sub(c.Start))
+	rec.tool = sh.names.id(truncate(c.Tool, maxToolName), nowNs)
+	rec.attempt = uint8(min(max(c.Attempt, 0), math.MaxUint8))
 	rec.setFPSource(c.FingerprintSource)
 	if c.CallID != "" {
 		rec.callID = uint32(xxhash.Sum64String(c.CallID)) | 1
@@ -175,7 +177,7 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 		e.stats.Duplicates.Add(1)
 		return e.evaluate(sh, s, nowNs, TriggerCall, c.SpanID, out)
 	}
-	pos, outOfOrder := s.insert(rec, e.cfg.HistorySize)
+	pos, outOfOrder := s.insert(&rec, e.cfg.HistorySize)
 	if outOfOrder {
 		e.stats.OutOfOrder.Add(1)
 	}
@@ -359,6 +361,20 @@ type internTable struct {
 	head, tail uint16
 	max        int
 	minAge     int64
+	// near remembers the id of a recently used name in a slot picked by a
+	// cheap function of the name, and a hit is checked against names: an
+	// id names one name at a time. Hashing each call's tool name into ids
+	// showed in the profile of a tool call; an agent calls few tools.
+	near [nearSlots]uint16
+}
+
+// nearSlots is the size of internTable.near (a power of two).
+const nearSlots = 64
+
+// nearSlot picks name's slot in internTable.near from its length and its
+// first and last bytes: tool names differ there, and reading them is cheap.
+func nearSlot(name string) int {
+	return (len(name)*7 ^ int(name[0]) ^ int(name[len(name)-1])<<2) & (nearSlots - 1)
 }
 
 const (
@@ -392,11 +408,14 @@ func (t *internTable) id(name string, now int64) uint16 {
 	if name == "" {
 		return 0
 	}
+	slot := nearSlot(name)
+	if id := t.near[slot]; id > otherID && t.names[id] == name {
+		t.touch(id, now)
+		return id
+	}
 	if id, ok := t.ids[name]; ok {
-		t.used[id] = now
-		if t.head != id {
-			t.toFront(id)
-		}
+		t.near[slot] = id
+		t.touch(id, now)
 		return id
 	}
 	var id uint16
@@ -416,8 +435,17 @@ func (t *internTable) id(name string, now int64) uint16 {
 	n := strings.Clone(name)
 	t.names[id], t.used[id] = n, now
 	t.ids[n] = id
+	t.near[slot] = id
 	t.pushFront(id)
 	return id
+}
+
+// touch marks id used at now.
+func (t *internTable) touch(id uint16, now int64) {
+	t.used[id] = now
+	if t.head != id {
+		t.toFront(id)
+	}
 }
 
 func (t *internTable) pushFront(id uint16) {

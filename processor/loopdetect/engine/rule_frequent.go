@@ -48,7 +48,13 @@ func (e *Engine) frequent(h []record, lowConf bool, window int) (count, first in
 		if h[i].has(fLowConf) != lowConf {
 			continue
 		}
-		if c, f := stallRun(h, i, lo); c > count || (c == count && f < first) {
+		// A novel call's run is that call alone (stallRun's first step),
+		// and most calls of a working agent are novel.
+		c, f := 1, i
+		if !h[i].has(fNovel) {
+			c, f = stallRun(h, i, lo)
+		}
+		if c > count || (c == count && f < first) {
 			count, first = c, f
 		}
 	}

@@ -13,7 +13,8 @@ import (
 type leaseRule struct{}
 
 func (leaseRule) evaluate(w *window, v *verdict) bool {
-	if !w.repetition() || !w.s.leaseValid(w.now) {
+	// The lease first: it is one load, the repetition three analyses.
+	if !w.s.leaseValid(w.now) || !w.repetition() {
 		return false
 	}
 	sh, _ := w.periodic()

@@ -112,7 +112,7 @@ func (failedRepetitionRule) evaluate(w *window, v *verdict) bool {
 	default:
 		return false
 	}
-	for _, r := range stallRules {
+	for _, r := range &stallRules {
 		if r.evaluate(w, v) {
 			v.reason, v.count, v.attempt, v.maxTry = reason, rr.run, rr.attempt, rr.budget
 			v.cycleKey = cycleKey(w.h, v.period)

@@ -181,15 +181,21 @@ func (r *record) evidenceScore() int {
 // they overlap in time: some frameworks number calls per turn.
 func (s *session) dedup(c *record) dedupOutcome {
 	cID := id32(c.spanID)
-	for i := range s.hist {
-		r := &s.hist[i]
-		if r.spanID == c.spanID {
+	// The call's fields in locals and the history in a local slice: the
+	// loop runs over every record on every call, and reloading them (c
+	// might alias a record) doubled its instructions.
+	h, span, callID, tool := s.hist, c.spanID, c.callID, c.tool
+	for i := range h {
+		r := &h[i]
+		if r.spanID == span {
 			return dedupDrop
 		}
-		sameCall := c.callID != 0 && r.callID == c.callID
-		twin := (r.tool == c.tool && r.tool != otherID) || sameCall
-		outerArrived := twin && r.parent != 0 && r.parent == cID
-		innerArrived := twin && c.parent != 0 && c.parent == id32(r.spanID)
+		sameCall := callID != 0 && r.callID == callID
+		if !sameCall && (r.tool != tool || r.tool == otherID) {
+			continue // not twins: the same tool or the same call id
+		}
+		outerArrived := r.parent != 0 && r.parent == cID
+		innerArrived := c.parent != 0 && c.parent == id32(r.spanID)
 		overlapping := sameCall && c.start <= r.end() && r.start <= c.end()
 		if !outerArrived && !innerArrived && !overlapping {
 			continue
@@ -218,7 +224,7 @@ func (s *session) dedup(c *record) dedupOutcome {
 // insert places r by start time and returns its position (-1: older than
 // everything kept, counted but not stored) and whether it arrived out of
 // order.
-func (s *session) insert(r record, capacity int) (int, bool) {
+func (s *session) insert(r *record, capacity int) (int, bool) {
 	s.total++
 	n := len(s.hist)
 	pos := n
@@ -231,7 +237,7 @@ func (s *session) insert(r record, capacity int) (int, bool) {
 		}
 		copy(s.hist, s.hist[1:pos])
 		pos--
-		s.hist[pos] = r
+		s.hist[pos] = *r
 	} else {
 		if n == cap(s.hist) {
 			// Grow by doubling up to exactly capacity: short sessions stay small.
@@ -241,7 +247,7 @@ func (s *session) insert(r record, capacity int) (int, bool) {
 		}
 		s.hist = append(s.hist, record{})
 		copy(s.hist[pos+1:], s.hist[pos:n])
-		s.hist[pos] = r
+		s.hist[pos] = *r
 	}
 	for i := pos; i < len(s.hist); i++ {
 		s.markChanged(i)
@@ -250,26 +256,32 @@ func (s *session) insert(r record, capacity int) (int, bool) {
 }
 
 func (s *session) markChanged(i int) {
-	r := &s.hist[i]
-	r.flags &^= fChanged | fNovel
+	// r's fields in locals: the scan runs back over the whole history of
+	// a working agent, and with r's flags written in the loop every field
+	// was reloaded on every step.
+	h := s.hist[:i+1]
+	r := &h[i]
+	sig, fp, hasFP := r.sig, r.fp, r.hasFP()
+	flags := r.flags &^ (fChanged | fNovel)
 	seen, sameResult := false, false
 	for j := i - 1; j >= 0; j-- {
-		p := &s.hist[j]
-		if p.sig != r.sig {
+		p := &h[j]
+		if p.sig != sig {
 			continue
 		}
-		if !seen && r.hasFP() && p.hasFP() && p.fp != r.fp {
-			r.flags |= fChanged
+		if !seen && hasFP && p.hasFP() && p.fp != fp {
+			flags |= fChanged
 		}
 		seen = true
-		if !r.hasFP() || (p.hasFP() && p.fp == r.fp) {
+		if !hasFP || (p.hasFP() && p.fp == fp) {
 			sameResult = true
 			break
 		}
 	}
 	if !seen || !sameResult {
-		r.flags |= fNovel
+		flags |= fNovel
 	}
+	r.flags = flags
 }
 
 // noteLease records a declared wait and reports false when it is not

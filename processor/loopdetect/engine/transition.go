@@ -13,7 +13,7 @@ func (e *Engine) evaluate(sh *shard, s *session, now int64, trig Trigger, span [
 	// The window lives in the shard, whose lock is held: built on the
 	// stack it would escape through the rules' interface calls.
 	w := &sh.win
-	*w = e.newWindow(sh, s, now)
+	w.reset(e, sh, s, now)
 	v := e.decide(w)
 	n := len(s.hist)
 	kept := keepStuck(s, v, trig)
