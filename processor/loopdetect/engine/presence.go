@@ -21,18 +21,11 @@ type presence struct {
 
 // presenceBuckets returns a shard's bucket count for maxSessions: about
 // eight per session the shard may hold, so that at the bound about one
-// untracked key in nine still needs the look-up, but at most
-// maxPresenceBuckets: the filter is read at random once per trace, and
-// must stay in cache to cost less than the look-up it saves (at the
-// default 100,000 sessions the look-up is needed for about half the keys
-// when the engine is full, for few at ten thousand).
+// untracked key in nine still needs the look-up.
 func presenceBuckets(maxSessions int) int {
 	per := max(maxSessions/numShards, 1) * 8
-	return min(max(1<<bits.Len(uint(per-1)), 16), maxPresenceBuckets)
+	return max(1<<bits.Len(uint(per-1)), 16)
 }
-
-// maxPresenceBuckets bounds a shard's filter to 4 KiB, 64 KiB in all.
-const maxPresenceBuckets = 8192
 
 func (p *presence) init(buckets int) {
 	p.words = make([]atomic.Uint64, buckets/16)
