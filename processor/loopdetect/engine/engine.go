@@ -54,10 +54,6 @@ type shard struct {
 	// win is the evaluation window of the session being evaluated (one
 	// at a time, under mu), reused so evaluating allocates nothing.
 	win window
-	// present counts sessions by the engine's keyed hash of their keys
-	// (seed), which Tracks and AddTokens read without mu.
-	present presence
-	seed    maphash.Seed
 }
 
 // New validates cfg and returns an Engine.
@@ -85,8 +81,6 @@ func New(cfg Config) (*Engine, error) {
 	for i := range e.shards {
 		e.shards[i].sessions = make(map[string]*session)
 		e.shards[i].names.init(maxInternedTotal/numShards, int64(nameAge))
-		e.shards[i].present.init(presenceBuckets(cfg.MaxSessions))
-		e.shards[i].seed = e.shardSeed
 	}
 	return e, nil
 }
@@ -252,14 +246,7 @@ func (e *Engine) Session(key string) (State, Reason, bool) {
 // shardOf is the shard index of a session key under the engine's keyed
 // hash.
 func (e *Engine) shardOf(key string) uint64 {
-	return e.hashKey(key) % numShards
-}
-
-// hashKey is the engine's keyed hash of a session key: with a per-process
-// random key a sender cannot pick session keys that all land in one shard
-// or presence bucket.
-func (e *Engine) hashKey(key string) uint64 {
-	return maphash.String(e.shardSeed, key)
+	return maphash.String(e.shardSeed, key) % numShards
 }
 
 func (sh *shard) get(e *Engine, key string) *session {
@@ -273,7 +260,6 @@ func (sh *shard) get(e *Engine, key string) *session {
 	// keyHash names the session's events only: hashed once, on creation.
 	s := &session{key: strings.Clone(key), keyHash: xxhash.Sum64String(key)}
 	sh.sessions[s.key] = s
-	sh.present.add(e.hashKey(key))
 	sh.pushFront(s)
 	e.stats.Sessions.Add(1)
 	return s
@@ -344,7 +330,6 @@ func (sh *shard) moveToFront(s *session) {
 func (sh *shard) remove(s *session) {
 	sh.unlink(s)
 	delete(sh.sessions, s.key)
-	sh.present.remove(maphash.String(sh.seed, s.key))
 }
 
 // internTable gives tool names and error classes small ids, so history

@@ -31,11 +31,7 @@ func (e *Engine) AddTokens(session string, tokens int64, now time.Time, out []Tr
 		return out
 	}
 	key := tokenKey(session)
-	h := e.hashKey(key)
-	sh := &e.shards[h%numShards]
-	if !sh.present.mayHave(h) {
-		return out // untracked: see the comment below
-	}
+	sh := &e.shards[e.shardOf(key)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	// Only sessions with tool calls are tracked: model calls alone neither
@@ -63,11 +59,7 @@ func (e *Engine) AddTokens(session string, tokens int64, now time.Time, out []Tr
 // model calls until it observes a tool call.
 func (e *Engine) Tracks(session string) bool {
 	key := tokenKey(session)
-	h := e.hashKey(key)
-	sh := &e.shards[h%numShards]
-	if !sh.present.mayHave(h) {
-		return false
-	}
+	sh := &e.shards[e.shardOf(key)]
 	sh.mu.Lock()
 	_, ok := sh.sessions[key]
 	sh.mu.Unlock()
