@@ -4,7 +4,9 @@
 # workload generator copied over it (so both sides run the same
 # benchmarks), then runs BASE and the working tree interleaved, ROUNDS
 # times, at -cpu 1, into $(OUT)/$(PREFIX)before.txt and after.txt. The
-# non-tool mixes run ten times the batches, as in make bench.
+# non-tool mixes run ten times the batches, as in make bench. Both sides
+# are built with -trimpath: without it the checkout's path moved code and
+# data in the binary enough to change the canonicalizer's speed by a third.
 ROUNDS ?= 6
 PREFIX ?=
 BENCH_OVERLAY := processor/loopdetect/bench_test.go processor/loopdetect/engine/bench_test.go internal/benchdata/benchdata.go
@@ -15,8 +17,8 @@ bench-compare: $(BENCHSTAT)
 	@set -e; tmp=$$(mktemp -d); trap 'git worktree remove --force $$tmp/base >/dev/null 2>&1; rm -rf $$tmp' EXIT; \
 	git worktree add --detach $$tmp/base $(BASE) >/dev/null; \
 	for f in $(BENCH_OVERLAY); do cp $$f $$tmp/base/$$f; done; \
-	(cd $$tmp/base && $(GO) test -c -o $$tmp/before-proc.test ./processor/loopdetect && $(GO) test -c -o $$tmp/before-eng.test ./processor/loopdetect/engine); \
-	$(GO) test -c -o $$tmp/after-proc.test ./processor/loopdetect; $(GO) test -c -o $$tmp/after-eng.test ./processor/loopdetect/engine; \
+	(cd $$tmp/base && $(GO) test -trimpath -c -o $$tmp/before-proc.test ./processor/loopdetect && $(GO) test -trimpath -c -o $$tmp/before-eng.test ./processor/loopdetect/engine); \
+	$(GO) test -trimpath -c -o $$tmp/after-proc.test ./processor/loopdetect; $(GO) test -trimpath -c -o $$tmp/after-eng.test ./processor/loopdetect/engine; \
 	mkdir -p $(OUT); out=$$(cd $(OUT) && pwd); rm -f $$out/$(PREFIX)before.txt $$out/$(PREFIX)after.txt; \
 	for i in $$(seq $(ROUNDS)); do for side in before after; do \
 		dir=$(CURDIR); [ $$side = before ] && dir=$$tmp/base; \
