@@ -704,8 +704,6 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 				if h.terminal.matchValue(str) {
 					h.foundTerminal = true
 				}
-			case denied:
-				goto value // a denied member's value is read past, its hash never used
 			case str == "" || str[0] <= ' ' || str[0] >= utf8.RuneSelf || str[0] == '{' || str[0] == '[':
 				// Maybe JSON itself (see embedded for the test).
 				if v, ok := h.embedded(str, depth+1); ok {
