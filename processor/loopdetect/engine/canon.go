@@ -305,6 +305,47 @@ func mum(a, b uint64) uint64 {
 type terminalMatcher struct {
 	keys   *keySet
 	values []string
+	// lens marks the byte lengths below 64 a value matching one of values
+	// can have, so most status values ("ok", "running") are turned away by
+	// their length; anyLen is set when some value's lengths are not known
+	// (not ASCII, or 64 bytes or more).
+	lens   uint64
+	anyLen bool
+}
+
+func newTerminalMatcher(keys, values []string) *terminalMatcher {
+	t := &terminalMatcher{keys: newKeySet(keys), values: values}
+	for _, v := range values {
+		lo, hi, ok := FoldLengths(v)
+		if !ok || hi >= 64 {
+			t.anyLen = true
+			continue
+		}
+		for n := lo; n <= hi; n++ {
+			t.lens |= 1 << n
+		}
+	}
+	return t
+}
+
+// FoldLengths returns the byte lengths lo..hi of the strings s with
+// strings.EqualFold(s, t), when t is ASCII (ok), so that most strings are
+// told apart by length without reading them. ASCII letters fold only to
+// ASCII letters, but for k and s, which also fold to the Kelvin sign (3
+// bytes) and the long s (2 bytes).
+func FoldLengths(t string) (lo, hi int, ok bool) {
+	hi = len(t)
+	for i := 0; i < len(t); i++ {
+		switch c := t[i]; {
+		case c >= utf8.RuneSelf:
+			return 0, 0, false
+		case c == 'k' || c == 'K':
+			hi += 2
+		case c == 's' || c == 'S':
+			hi++
+		}
+	}
+	return len(t), hi, true
 }
 
 // canonHasher hashes one JSON document in a single pass into a digest that
@@ -891,6 +932,9 @@ func (h *canonHasher) match(key string, depth int) (denied, statusKey bool) {
 
 func (t *terminalMatcher) matchValue(v string) bool {
 	v = strings.TrimSpace(v)
+	if n := len(v); !t.anyLen && (n >= 64 || t.lens&(1<<n) == 0) {
+		return false
+	}
 	for _, tv := range t.values {
 		if strings.EqualFold(tv, v) {
 			return true

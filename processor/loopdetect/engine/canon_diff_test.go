@@ -72,6 +72,11 @@ func diffDocs() []string {
 		`{"args":[],"kwargs":{"q":1},"args":"x"}`, `{"args":[],"args":1,"kwargs":{"q":1}}`, `{"args":null,"kwargs":{"q":1}}`, `{"args":[ ],"kwargs":{"q":1}}`,
 		`{"input_str":"x","inputs":null,"metadata":{}}`, `{"callbacks":[],"kwargs":{"q":1}}`,
 		`{"a":"{\"status\":\"done\"}"}`, `{"status":"{\"a\":1}"}`, `{"status":" Done "}`, `{"a":{"b":{"status":"done"}}}`,
+		// Terminal values told apart by length first: folds to the long s
+		// and the Kelvin sign, spaces trimmed, lengths at the bounds.
+		"{\"status\":\"\u017fucce\u017f\u017f\"}", "{\"status\":\"ſucceeded\"}", `{"status":"SUCCESS"}`, `{"status":"ok"}`,
+		"{\"status\":\" completed\u00a0\"}", "{\"phase\":\"o\u212aver\"}", `{"phase":"OVER"}`, `{"phase":" "}`, `{"status":""}`,
+		`{"status":"` + strings.Repeat("done", 16) + `"}`, `{"s":"` + strings.Repeat("x", 63) + `"}`,
 		`{"a":" {\"b\":[1, 2]} "}`, `{"a":"\t[1,\"x\"]"}`, `{"a":"[1,"}`, "{\"a\":\"\\u00a0{}\"}", "{\"a\":\"\u00a0{}\"}",
 		`{"a":"\ud83d"}`, `{"a":"\ud83d\u0041"}`, `{"a":"\udc00\ud83d"}`, `{"a":"\u"}`, `{"a":"x\`, `{"a":"\\"}`, `["\"",1]`,
 		`{"0123456789abcdef":1,"0123456789abcdefg":2,"0123456":3,"a-b_c.d":4,"A":5,"ab":6,"abc":7}`,

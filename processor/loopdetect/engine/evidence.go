@@ -119,7 +119,7 @@ func NewNormalizer(cfg NormalizerConfig) *Normalizer {
 		maxBytes:   cfg.MaxCanonicalBytes,
 		argDeny:    newKeySet(cfg.VolatileArgKeys),
 		resultDeny: newKeySet(append(append([]string(nil), cfg.VolatileArgKeys...), cfg.VolatileResultKeys...)),
-		terminal:   &terminalMatcher{keys: newKeySet(cfg.TerminalKeys), values: cfg.TerminalValues},
+		terminal:   newTerminalMatcher(cfg.TerminalKeys, cfg.TerminalValues),
 	}
 	if n.maxBytes <= 0 {
 		n.maxBytes = 64 << 10

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
 )
 
 // Match tests one span attribute: Key equals Value (case-insensitively)
@@ -43,25 +45,9 @@ func FoldMismatch(s, t string) bool {
 	return len(s) > 0 && len(t) > 0 && s[0]|t[0] < utf8.RuneSelf && (s[0]^t[0])&^0x20 != 0
 }
 
-// FoldLengths returns the byte lengths lo..hi of the strings s with
-// strings.EqualFold(s, t), when t is ASCII (ok), so that most strings are
-// told apart by length without reading them. ASCII letters fold only to
-// ASCII letters, but for k and s, which also fold to the Kelvin sign (3
-// bytes) and the long s (2 bytes).
-func FoldLengths(t string) (lo, hi int, ok bool) {
-	hi = len(t)
-	for i := 0; i < len(t); i++ {
-		switch c := t[i]; {
-		case c >= utf8.RuneSelf:
-			return 0, 0, false
-		case c == 'k' || c == 'K':
-			hi += 2
-		case c == 's' || c == 'S':
-			hi++
-		}
-	}
-	return len(t), hi, true
-}
+// FoldLengths is engine.FoldLengths, for the prefilter and the key
+// matches here.
+func FoldLengths(t string) (lo, hi int, ok bool) { return engine.FoldLengths(t) }
 
 // MatchesString is Matches for a string value, which the caller need not
 // wrap in a Value.
