@@ -72,6 +72,37 @@ type keySet struct {
 	// is at hand. Two bits, because with one of 512 a tenth of all keys
 	// went on to the normalized hash for nothing.
 	clean [16]uint64
+	// spelled holds the configured exact keys of at most 16 bytes as they
+	// are written, by their short hash: a document's key spelled the same
+	// way (request_id for request_id) is a member without the shape test,
+	// the normalized hash and the look-up, which cost a denied key more
+	// than the rest of its member.
+	spelled [spelledSlots]spelledKey
+}
+
+// spelledSlots is the size of keySet.spelled (a power of two); a key whose
+// slot is taken keeps the normalized path.
+const spelledSlots = 32
+
+// spelledKey is a configured key as written: the words shortWords reads
+// and its length, which together determine it, and its normalized hash.
+type spelledKey struct {
+	a, b uint64
+	n    int
+	norm uint64
+}
+
+// spelledHit returns the normalized hash of the configured key spelled as
+// the key of short hash hash, words a, b and length n, if there is one.
+func (ks *keySet) spelledHit(hash, a, b uint64, n int) (uint64, bool) {
+	if ks == nil {
+		return 0, false
+	}
+	e := &ks.spelled[hash&(spelledSlots-1)]
+	if e.n == n && e.a == a && e.b == b && n > 0 {
+		return e.norm, true
+	}
+	return 0, false
 }
 
 type prefixHash struct {
@@ -139,6 +170,22 @@ func newKeySet(keys []string) *keySet {
 		if nk := normalized(k); len(nk) <= 16 {
 			c := strHash(nk)
 			ks.clean[c>>6&15] |= cleanBits(c)
+		}
+
+	}
+	// After the prefixes are known: a key a prefix takes on the way is
+	// classified by the prefix's hash (see hash), and keeps that path.
+	for _, k := range keys {
+		if n := len(k); n == 0 || n > 16 || strings.HasSuffix(k, "*") {
+			continue
+		}
+		if _, prefixed := ks.hash(k); prefixed {
+			continue
+		}
+		a, b := shortWords(k)
+		if e := &ks.spelled[shortHash(a, b, len(k))&(spelledSlots-1)]; e.n == 0 {
+			h, _ := normHash(k)
+			*e = spelledKey{a: a, b: b, n: len(k), norm: h}
 		}
 	}
 	return ks
@@ -719,7 +766,9 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 						u = unclean(a) | unclean(b)
 					}
 					keyHash, denied, statusKey = shortHash(a, b, n), false, false
-					if u != 0 {
+					if norm, ok := h.deny.spelledHit(keyHash, a, b, n); ok {
+						denied, statusKey = true, h.terminal != nil && depth < 3 && h.terminal.keys.hasExact(norm)
+					} else if u != 0 {
 						denied, statusKey = h.classify(str, depth)
 					} else if h.deny.mayHaveClean(keyHash, str, true) || (h.terminal != nil && depth < 3 && h.terminal.keys.mayHaveClean(keyHash, str, false)) {
 						denied, statusKey = h.match(str, depth)
@@ -897,6 +946,9 @@ func (h *canonHasher) key(key string, depth int) (hash uint64, denied, statusKey
 	hash = shortHash(a, b, len(key))
 	if h.deny == nil && h.terminal == nil {
 		return hash, false, false
+	}
+	if norm, ok := h.deny.spelledHit(hash, a, b, len(key)); ok {
+		return hash, true, h.terminal != nil && depth < 3 && h.terminal.keys.hasExact(norm)
 	}
 	if unclean(a)|unclean(b) != 0 {
 		denied, statusKey = h.classify(key, depth)

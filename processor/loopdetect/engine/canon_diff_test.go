@@ -57,9 +57,15 @@ func diffConfigs() []NormalizerConfig {
 	for _, c := range []*NormalizerConfig{&custom, &empty} {
 		c.MaxCanonicalBytes = 1 << 30
 	}
+	// Exact keys that a prefix also takes, a status key that is also
+	// denied, and one that is the prefix's stem.
+	overlap := DefaultNormalizerConfig()
+	overlap.VolatileArgKeys = []string{"checkpoint_*", "checkpoint_id", "status", "Run-ID", "a"}
+	overlap.TerminalKeys = []string{"checkpoint", "status", "runid"}
 	def := DefaultNormalizerConfig()
 	def.MaxCanonicalBytes = 1 << 30
-	return []NormalizerConfig{def, custom, empty}
+	overlap.MaxCanonicalBytes = 1 << 30
+	return []NormalizerConfig{def, custom, empty, overlap}
 }
 
 // diffDocs are documents that exercise every path of the scanner.
@@ -72,6 +78,11 @@ func diffDocs() []string {
 		`{"args":[],"kwargs":{"q":1},"args":"x"}`, `{"args":[],"args":1,"kwargs":{"q":1}}`, `{"args":null,"kwargs":{"q":1}}`, `{"args":[ ],"kwargs":{"q":1}}`,
 		`{"input_str":"x","inputs":null,"metadata":{}}`, `{"callbacks":[],"kwargs":{"q":1}}`,
 		`{"a":"{\"status\":\"done\"}"}`, `{"status":"{\"a\":1}"}`, `{"status":" Done "}`, `{"a":{"b":{"status":"done"}}}`,
+		// Keys spelled as configured, and spelled otherwise.
+		`{"checkpoint_id":"done","checkpoint":"done","status":"done","Run-ID":"done","a":1,"request_id":2,"requestId":3,"REQUEST_ID":4}`,
+		`{"x":{"checkpoint_id":"done"},"y":[{"status":"done"},{"Run-ID":"complete"}],"run_id":"done","runid":"done","tool_call_id":"c"}`,
+		`{"checkpoint_id":"done"}`, `{"Run-ID":"completed"}`, `{"a":{"status":"done"}}`,
+		`{"very_long_volatile_key_name":1,"path":2,"a.b":3,"end":"over","k":4,"Text":5}`,
 		// Terminal values told apart by length first: folds to the long s
 		// and the Kelvin sign, spaces trimmed, lengths at the bounds.
 		"{\"status\":\"\u017fucce\u017f\u017f\"}", "{\"status\":\"ſucceeded\"}", `{"status":"SUCCESS"}`, `{"status":"ok"}`,
