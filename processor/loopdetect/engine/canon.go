@@ -936,7 +936,10 @@ func cleanBits(h uint64) uint64 {
 	return 1<<(h&63) | 1<<(h>>10&63)
 }
 
-// key hashes and classifies an object key.
+// key hashes and classifies an object key. Its part for keys of at most
+// 16 bytes is written out again in container's loop, for keys without
+// escapes: as a shared function called per key it cost structure-dense
+// documents 2-4 % (min of 6 interleaved runs).
 func (h *canonHasher) key(key string, depth int) (hash uint64, denied, statusKey bool) {
 	if len(key) > 16 {
 		denied, statusKey = h.classify(key, depth)

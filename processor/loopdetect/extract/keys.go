@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
 )
 
 // Match tests one span attribute: Key equals Value (case-insensitively)
@@ -44,10 +42,6 @@ func EqualFold(s, t string) bool {
 func FoldMismatch(s, t string) bool {
 	return len(s) > 0 && len(t) > 0 && s[0]|t[0] < utf8.RuneSelf && (s[0]^t[0])&^0x20 != 0
 }
-
-// FoldLengths is engine.FoldLengths, for the prefilter and the key
-// matches here.
-func FoldLengths(t string) (lo, hi int, ok bool) { return engine.FoldLengths(t) }
 
 // MatchesString is Matches for a string value, which the caller need not
 // wrap in a Value.
