@@ -204,8 +204,9 @@ type roleSlots struct {
 	// toolCall is parallel to ToolCall, nil when its keys would not fit
 	// maxSlots with the others: classify then reads them with Span.Attr.
 	toolCall []int32
-	// hintsOrdered: the hints' slots do not fall in the list's order, and
-	// hintAt holds the first hint of each slot.
+	// hintsOrdered: the hints' slots rise with the list's order (so the
+	// lowest slot present is the first hint present); hintAt holds the
+	// first hint of each slot.
 	hintsOrdered bool
 	hintAt       [maxSlots]int32
 }
@@ -221,7 +222,7 @@ func (r *roleSlots) mayRedact(sl int32) bool {
 type keyList struct {
 	slots []int32
 	mask  uint64
-	// ordered: the slots do not fall in the list's order, so the first key
+	// ordered: the slots rise with the list's order, so the first key
 	// present is the lowest slot present.
 	ordered bool
 }
