@@ -58,7 +58,7 @@ type Mix struct {
 	ArgsBytes, ResultBytes int
 }
 
-// Realistic is the issue-8 mix: 10,000 sessions, batches of 100 spans (10
+// Realistic is the mix the budgets are measured on: 10,000 sessions, batches of 100 spans (10
 // sessions × 10 spans), 20 % execute_tool, 200-byte arguments, 500-byte
 // results, a pool of 20,000 spans.
 func Realistic() Mix {
