@@ -111,10 +111,11 @@ test-scaleout: build-distribution gateway
 
 # Benchmarks (BENCHMARKS.md): raw output in .bench/, all of it in bench.txt, the
 # benchstat tables on stdout and BENCHMARKS.md written from them (machine,
-# commit, date, targets met or not, ratios). Throughput runs use -cpu 1 so
-# CPU time is one core's. About 8 minutes on 2 cores. BENCH_E2E=1 also
-# builds the distribution and runs it end to end under loopagent --load at
-# 10,000 and 50,000 spans/s (internal/benchdata/e2e, about 2 more minutes).
+# commit, date, targets met or not, where the time goes, ratios). Throughput
+# runs use -cpu 1 so CPU time is one core's. About 9 minutes on 2 cores, 75 s
+# of it the CPU profiles (below). BENCH_E2E=1 also builds the distribution
+# and runs it end to end under loopagent --load at 10,000 and 50,000 spans/s
+# (internal/benchdata/e2e, about 2 more minutes).
 BENCH_COUNT ?= 6
 BENCH_TIME ?= 0.3s
 # Processor runs are a fixed number of 100-span batches: each run has a
@@ -126,6 +127,24 @@ BENCH_BATCHES ?= 2000x
 BENCH_BATCHES_NONTOOL ?= 20000x
 BENCH_DIR := .bench
 BENCH_CHANGES := internal/benchdata/changes
+# CPU profiles for BENCHMARKS.md's "Where the time goes": one -count 1 run
+# per profiled benchmark after the measured ones, each long enough for about
+# 200-1,000 samples (100 a second) inside the measured entry point (a
+# processor run spends a third to three quarters of its time outside it,
+# mostly renewing the batch pool). About 75 s on 2 cores. The test binaries
+# are built once per package with -trimpath and kept beside the profiles, so
+# `go tool pprof .bench/<pkg>.test .bench/cpu-<name>.prof` reads them later.
+BENCH_PROF_TOOLS ?= 40000x
+BENCH_PROF_NONTOOL ?= 1500000x
+BENCH_PROF_TRACKED ?= 1000000x
+BENCH_PROF_FLOOR ?= 1500000x
+BENCH_PROF_OBSERVE ?= 6000000x
+BENCH_PROF_CANONICAL ?= 3000000x
+# $(call bench_profile,<binary>,<package dir>,<-bench>,<-benchtime>,<profile>[,<-skip>]):
+# run from the package's directory, as go test does (the engine benchmarks
+# read testdata by relative path).
+bench_profile = ( cd $(2) && $(CURDIR)/$(BENCH_DIR)/$(1) -test.run '^$$' -test.bench '$(3)' $(if $(6),-test.skip '$(6)') \
+	-test.benchmem -test.cpu 1 -test.count 1 -test.benchtime $(4) -test.cpuprofile $(CURDIR)/$(BENCH_DIR)/$(5) )
 bench: $(BENCHSTAT)
 	@mkdir -p $(BENCH_DIR)
 	set -o pipefail; ( $(GO) test -run '^$$' -bench '^BenchmarkProcessor$$/^mix=(realistic|tools|tools-fresh)$$' -benchmem -cpu 1 -count $(BENCH_COUNT) -benchtime $(BENCH_BATCHES) ./processor/loopdetect/ && \
@@ -135,10 +154,19 @@ bench: $(BENCHSTAT)
 	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkGrowth$$' -benchmem -cpu 1 -count 3 -benchtime $(BENCH_TIME) ./processor/loopdetect/engine/ | tee $(BENCH_DIR)/growth.txt
 	set -o pipefail; ( $(GO) test -run '^$$' -bench '^BenchmarkSessionBytes$$' -benchtime 1x -count 3 ./processor/loopdetect/engine/ && \
 		$(GO) test -run '^$$' -bench '^BenchmarkLoopTrace1M$$' -benchtime 1x -count 1 ./processor/loopdetect/ ) | tee $(BENCH_DIR)/memory.txt
+	$(GO) test -c -trimpath -o $(BENCH_DIR)/loopdetect.test ./processor/loopdetect/
+	$(GO) test -c -trimpath -o $(BENCH_DIR)/engine.test ./processor/loopdetect/engine/
+	set -o pipefail; ( $(call bench_profile,loopdetect.test,processor/loopdetect,^BenchmarkProcessor$$/^mix=tools$$/^proc=loop_detect$$,$(BENCH_PROF_TOOLS),cpu-tools.prof) && \
+		$(call bench_profile,loopdetect.test,processor/loopdetect,^BenchmarkProcessor$$/^mix=nontool$$/^proc=loop_detect$$,$(BENCH_PROF_NONTOOL),cpu-nontool.prof) && \
+		$(call bench_profile,loopdetect.test,processor/loopdetect,^BenchmarkProcessor$$/^mix=nontool$$/^proc=floor$$,$(BENCH_PROF_FLOOR),cpu-nontool-floor.prof) && \
+		$(call bench_profile,loopdetect.test,processor/loopdetect,^BenchmarkProcessor$$/^mix=nontool-tracked$$/^proc=loop_detect$$,$(BENCH_PROF_TRACKED),cpu-nontool-tracked.prof) && \
+		$(call bench_profile,loopdetect.test,processor/loopdetect,^BenchmarkProcessor$$/^mix=nontool-tracked$$/^proc=floor$$,$(BENCH_PROF_FLOOR),cpu-nontool-tracked-floor.prof) && \
+		$(call bench_profile,engine.test,processor/loopdetect/engine,^BenchmarkObserve$$/^canon=on$$,$(BENCH_PROF_OBSERVE),cpu-observe.prof,^BenchmarkObserve$$/^canon=on$$/^loop=stuck$$) && \
+		$(call bench_profile,engine.test,processor/loopdetect/engine,^BenchmarkCanonicalBytes$$/^size=2KiB$$/^api=result$$,$(BENCH_PROF_CANONICAL),cpu-canonical-2KiB.prof) ) | tee $(BENCH_DIR)/profiles.txt
 	$(if $(BENCH_E2E),$(MAKE) build-distribution binaries && $(GO) run ./internal/benchdata/e2e -otelcol $(OTELCOL) -agent $(BIN)/loopagent -out $(BENCH_DIR)/e2e.txt)
 	cat $(BENCH_DIR)/processor.txt $(BENCH_DIR)/engine.txt $(BENCH_DIR)/growth.txt $(BENCH_DIR)/memory.txt > bench.txt
 	$(BENCHSTAT) bench.txt
-	$(GO) run ./internal/benchdata/report -benchstat $(BENCHSTAT) -dir $(BENCH_DIR) -out BENCHMARKS.md -changes $(BENCH_CHANGES)
+	$(GO) run ./internal/benchdata/report -benchstat $(BENCHSTAT) -go $(GO) -dir $(BENCH_DIR) -out BENCHMARKS.md -changes $(BENCH_CHANGES)
 	@echo "wrote BENCHMARKS.md"
 
 fuzz:

@@ -1,9 +1,10 @@
 // Command report writes BENCHMARKS.md from the raw `go test -bench` output
 // of `make bench`: machine, commit and date, the figures against the
-// product's performance targets (met or not, and why), the ratios against
-// the pass-through floor and contrib groupbytrace, and the benchstat tables.
+// product's performance targets (met or not, and why), where the time goes
+// (from the CPU profiles in the same directory), the ratios against the
+// pass-through floor and contrib groupbytrace, and the benchstat tables.
 //
-//	go run ./internal/benchdata/report -benchstat .tools/benchstat -dir .bench -out BENCHMARKS.md
+//	go run ./internal/benchdata/report -benchstat .tools/benchstat -go go -dir .bench -out BENCHMARKS.md
 package main
 
 import (
@@ -142,9 +143,10 @@ func e2eP99(table, rate string) (float64, bool) {
 
 func main() {
 	benchstat := flag.String("benchstat", ".tools/benchstat", "benchstat binary")
-	dir := flag.String("dir", ".bench", "directory with processor.txt, engine.txt, growth.txt, memory.txt and optionally e2e.txt")
+	dir := flag.String("dir", ".bench", "directory with processor.txt, engine.txt, growth.txt, memory.txt and optionally e2e.txt, cpu-*.prof and the test binaries")
 	out := flag.String("out", "BENCHMARKS.md", "file to write")
 	changes := flag.String("changes", "", "optional: directory of before/after comparisons (<name>/before.txt, after.txt, notes.md)")
+	goCmd := flag.String("go", "go", "go command, for `go tool pprof` on the CPU profiles in -dir")
 	flag.Parse()
 
 	p := func(n string) string { return filepath.Join(*dir, n) }
@@ -242,12 +244,14 @@ func main() {
 		f(r.med("BenchmarkObserve/canon=off", "ns/call"), 0),
 		f(r.med("BenchmarkCanonical/doc=args200/impl=stream-xxhash", "ns/op"), 0), f(r.med("BenchmarkCanonical/doc=result500/impl=stream-xxhash", "ns/op"), 0),
 		f(r.med("BenchmarkCanonical/doc=args200/impl=json-sort-sha256", "ns/op"), 0), f(r.med("BenchmarkCanonical/doc=result500/impl=json-sort-sha256", "ns/op"), 0))
-	w("In the processor a tool span also pays extraction (`BenchmarkSpan/op=extract-tool`, one span warm in cache: %s ns, the two digests included): one pass over the span's attributes into the configured key slots, the resource's target, session and agent read once per resource, the wrapper checks, the failure reading. In the batch benchmark (`mix=tools`) each span's attributes and content are cold in cache (a pool of batches larger than the caches) and so is each session's history (10,000 sessions), so a tool span costs more there than its parts alone; `mix=tools-fresh`, whose batches are in cache, shows how much of that is the span's cold data (%s against %s cpu-ns/span in this run). The last before → after section below gives the profile.\n",
+	w("In the processor a tool span also pays extraction (`BenchmarkSpan/op=extract-tool`, one span warm in cache: %s ns, the two digests included): one pass over the span's attributes into the configured key slots, the resource's target, session and agent read once per resource, the wrapper checks, the failure reading. In the batch benchmark (`mix=tools`) each span's attributes and content are cold in cache (a pool of batches larger than the caches) and so is each session's history (10,000 sessions), so a tool span costs more there than its parts alone; `mix=tools-fresh`, whose batches are in cache, shows how much of that is the span's cold data (%s against %s cpu-ns/span in this run). [Where the time goes](#where-the-time-goes) gives the profile.\n",
 		f(r.med("BenchmarkSpan/op=extract-tool", "ns/op"), 0), f(cpu("tools-fresh", "loop_detect"), 0), f(cpu("tools", "loop_detect"), 0))
-	w("- **Non-tool spans.** A GenAI span that is no tool call costs loop_detect one attribute look-up like the floor's (its declared operation); a model span of a session with tool calls (`nontool-tracked`) also has its usage read, summed per trace and added once per batch. `docs/design.md` (Budgets and the hot paths) says how; the last before → after section below says where the rest of the time goes.\n")
+	w("- **Non-tool spans.** A GenAI span that is no tool call costs loop_detect one attribute look-up like the floor's (its declared operation); a model span of a session with tool calls (`nontool-tracked`) also has its usage read, summed per trace and added once per batch. `docs/design.md` (Budgets and the hot paths) says how; [Where the time goes](#where-the-time-goes) says where the rest of the time goes, next to the floor's profile.\n")
 	w("- **Bytes per session.** A 48-byte record per kept call (start, signature, fingerprint, span id, 32-bit parent and call-id digests, duration, interned tool id, attempt, flags), allocated as the session grows up to history_size (576 B at the default 12); the session struct (about 250 B: LRU links, times, ids, agent/client/target strings) keeps the rarely used parts — loop state, lease, retry policy, hysteresis — behind a pointer allocated only when a session needs them; plus the key and the map entry.\n")
 	w("- **1M-span loop.** History is bounded (history_size) and digests replace content, so a trace of any length holds the same state; transition events are attached only on state changes (%s events, %s kill over the whole trace).\n\n",
 		f(r.med("BenchmarkLoopTrace1M", "events"), 0), f(r.med("BenchmarkLoopTrace1M", "kills"), 0))
+
+	writeProfiles(w, r, *dir, *goCmd)
 
 	w("## Side by side: loop_detect, the floor and groupbytrace\n\n")
 	w("Same batches, same run (`BenchmarkProcessor`, 100-span batches of 10 sessions × 10 spans, 10,000 sessions). ")
