@@ -95,6 +95,17 @@ func run(name string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// measuredCommit names the commit whose code was measured, "-dirty" when
+// the tree has changes other than the report itself: the BENCHMARKS.md an
+// earlier run left uncommitted changes no code.
+func measuredCommit(report string) string {
+	c := run("git", "rev-parse", "--short=12", "HEAD")
+	if run("git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)"+report) != "" {
+		c += "-dirty"
+	}
+	return c
+}
+
 func f(v float64, prec int) string {
 	if math.IsNaN(v) {
 		return "n/a"
@@ -163,7 +174,7 @@ func main() {
 	w("Figures are medians over the `-count` runs. Targets are the product's budgets (docs/design.md); they are reported against, not asserted in tests.\n\n")
 	w("| | |\n|---|---|\n")
 	w("| date | %s |\n", time.Now().UTC().Format(time.RFC3339))
-	w("| commit | %s |\n", run("git", "describe", "--always", "--dirty", "--abbrev=12"))
+	w("| commit | %s |\n", measuredCommit(*out))
 	w("| machine | %s CPUs (nproc), %s |\n", run("nproc"), cpuModel())
 	w("| Go | %s %s/%s |\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	w("| throughput runs | `-cpu 1`: one P, so CPU time is one core's (groupbytrace's own goroutines share it) |\n\n")
