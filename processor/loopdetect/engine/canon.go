@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/bits"
+	"slices"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -73,16 +74,24 @@ type keySet struct {
 	// went on to the normalized hash for nothing.
 	clean [16]uint64
 	// spelled holds the configured exact keys of at most 16 bytes as they
-	// are written, by their short hash: a document's key spelled the same
+	// are written, and spelledAt indexes them (entry+1, 0 for none) by bits
+	// spelledShift.. of their short hash: a document's key spelled the same
 	// way (request_id for request_id) is a member without the shape test,
 	// the normalized hash and the look-up, which cost a denied key more
-	// than the rest of its member.
-	spelled [spelledSlots]spelledKey
+	// than the rest of its member. The shift is chosen so that the keys'
+	// slots differ: with the first 32-slot table, slot collisions left 18
+	// of the 44 default result keys (duration_ms among them) to the slow
+	// path on every occurrence.
+	spelled      []spelledKey
+	spelledAt    [spelledSlots]uint8
+	spelledShift uint8
 }
 
-// spelledSlots is the size of keySet.spelled (a power of two); a key whose
-// slot is taken keeps the normalized path.
-const spelledSlots = 32
+// spelledSlots is the size of keySet.spelledAt (a power of two). A byte a
+// slot keeps the index small enough for the cache; a key left without a
+// slot of its own (more than 255 keys, or no shift that parts them all)
+// keeps the normalized path.
+const spelledSlots = 1024
 
 // spelledKey is a configured key as written: the words shortWords reads
 // and its length, which together determine it, and its normalized hash.
@@ -98,11 +107,47 @@ func (ks *keySet) spelledHit(hash, a, b uint64, n int) (uint64, bool) {
 	if ks == nil {
 		return 0, false
 	}
-	e := &ks.spelled[hash&(spelledSlots-1)]
-	if e.n == n && e.a == a && e.b == b && n > 0 {
+	i := ks.spelledAt[hash>>ks.spelledShift&(spelledSlots-1)]
+	if i == 0 {
+		return 0, false
+	}
+	if e := &ks.spelled[i-1]; e.n == n && e.a == a && e.b == b {
 		return e.norm, true
 	}
 	return 0, false
+}
+
+// placeSpelled indexes keys (distinct spellings) by the shift of their
+// short hashes that leaves the fewest of them without a slot of their own:
+// none, for any shift, at the default keys.
+func (ks *keySet) placeSpelled(keys []spelledKey, hashes []uint64) {
+	keys, hashes = keys[:min(len(keys), 255)], hashes[:min(len(hashes), 255)]
+	best, bestLost := uint8(0), len(keys)+1
+	var taken [spelledSlots]bool
+	for shift := uint8(0); shift <= 64-10; shift++ {
+		taken = [spelledSlots]bool{}
+		lost := 0
+		for _, h := range hashes {
+			slot := h >> shift & (spelledSlots - 1)
+			if taken[slot] {
+				lost++
+			}
+			taken[slot] = true
+		}
+		if lost < bestLost {
+			best, bestLost = shift, lost
+		}
+		if lost == 0 {
+			break
+		}
+	}
+	ks.spelledShift = best
+	for i, h := range hashes {
+		if slot := h >> best & (spelledSlots - 1); ks.spelledAt[slot] == 0 {
+			ks.spelled = append(ks.spelled, keys[i])
+			ks.spelledAt[slot] = uint8(len(ks.spelled))
+		}
+	}
 }
 
 type prefixHash struct {
@@ -175,6 +220,8 @@ func newKeySet(keys []string) *keySet {
 	}
 	// After the prefixes are known: a key a prefix takes on the way is
 	// classified by the prefix's hash (see hash), and keeps that path.
+	var spelled []spelledKey
+	var hashes []uint64
 	for _, k := range keys {
 		if n := len(k); n == 0 || n > 16 || strings.HasSuffix(k, "*") {
 			continue
@@ -183,11 +230,14 @@ func newKeySet(keys []string) *keySet {
 			continue
 		}
 		a, b := shortWords(k)
-		if e := &ks.spelled[shortHash(a, b, len(k))&(spelledSlots-1)]; e.n == 0 {
-			h, _ := normHash(k)
-			*e = spelledKey{a: a, b: b, n: len(k), norm: h}
+		e := spelledKey{a: a, b: b, n: len(k)}
+		if slices.ContainsFunc(spelled, func(o spelledKey) bool { return o.a == e.a && o.b == e.b && o.n == e.n }) {
+			continue // listed twice
 		}
+		e.norm, _ = normHash(k)
+		spelled, hashes = append(spelled, e), append(hashes, shortHash(a, b, len(k)))
 	}
+	ks.placeSpelled(spelled, hashes)
 	return ks
 }
 

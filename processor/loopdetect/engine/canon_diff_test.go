@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -62,10 +63,17 @@ func diffConfigs() []NormalizerConfig {
 	overlap := DefaultNormalizerConfig()
 	overlap.VolatileArgKeys = []string{"checkpoint_*", "checkpoint_id", "status", "Run-ID", "a"}
 	overlap.TerminalKeys = []string{"checkpoint", "status", "runid"}
+	// More keys than the spelled table indexes: the rest keep the
+	// normalized path.
+	crowded := DefaultNormalizerConfig()
+	for i := 0; i < 400; i++ {
+		crowded.VolatileArgKeys = append(crowded.VolatileArgKeys, fmt.Sprintf("vk%d", i))
+	}
 	def := DefaultNormalizerConfig()
 	def.MaxCanonicalBytes = 1 << 30
 	overlap.MaxCanonicalBytes = 1 << 30
-	return []NormalizerConfig{def, custom, empty, overlap}
+	crowded.MaxCanonicalBytes = 1 << 30
+	return []NormalizerConfig{def, custom, empty, overlap, crowded}
 }
 
 // diffDocs are documents that exercise every path of the scanner.
@@ -82,6 +90,7 @@ func diffDocs() []string {
 		`{"checkpoint_id":"done","checkpoint":"done","status":"done","Run-ID":"done","a":1,"request_id":2,"requestId":3,"REQUEST_ID":4}`,
 		`{"x":{"checkpoint_id":"done"},"y":[{"status":"done"},{"Run-ID":"complete"}],"run_id":"done","runid":"done","tool_call_id":"c"}`,
 		`{"checkpoint_id":"done"}`, `{"Run-ID":"completed"}`, `{"a":{"status":"done"}}`,
+		`{"vk0":1,"vk7":2,"vk150":3,"vk399":4,"VK_12":5,"vk-300":6,"vk400":7,"duration_ms":8,"DurationMs":9,"exit_code":0}`,
 		`{"very_long_volatile_key_name":1,"path":2,"a.b":3,"end":"over","k":4,"Text":5}`,
 		// Terminal values told apart by length first: folds to the long s
 		// and the Kelvin sign, spaces trimmed, lengths at the bounds.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -192,4 +193,60 @@ func FuzzNormalizeResult(f *testing.F) {
 			t.Fatalf("non-deterministic result digest for %q", s)
 		}
 	})
+}
+
+// TestEveryShortConfiguredKeyIsFoundBySpelling: each configured exact key
+// of at most 16 bytes that no prefix takes, spelled as configured, is found
+// by its spelling, with its normalized hash (the 32-slot table it replaced
+// left 18 of the 44 default result keys to the normalized path); keys
+// spelled otherwise are not.
+func TestEveryShortConfiguredKeyIsFoundBySpelling(t *testing.T) {
+	cfg := DefaultNormalizerConfig()
+	n := NewNormalizer(cfg)
+	sets := []struct {
+		name string
+		ks   *keySet
+		keys []string
+	}{
+		{"arguments", n.argDeny, cfg.VolatileArgKeys},
+		{"results", n.resultDeny, append(append([]string(nil), cfg.VolatileArgKeys...), cfg.VolatileResultKeys...)},
+	}
+	for _, set := range sets {
+		t.Run(set.name, func(t *testing.T) {
+			for _, k := range set.keys {
+				if len(k) > 16 || strings.HasSuffix(k, "*") {
+					continue
+				}
+				a, b := shortWords(k)
+				norm, ok := set.ks.spelledHit(shortHash(a, b, len(k)), a, b, len(k))
+				if want, _ := normHash(k); !ok || norm != want {
+					t.Errorf("%q: found %v, normalized hash %#x, want %#x", k, ok, norm, want)
+				}
+				other := strings.ToUpper(k)
+				a, b = shortWords(other)
+				if _, ok := set.ks.spelledHit(shortHash(a, b, len(other)), a, b, len(other)); ok {
+					t.Errorf("%q found by the spelling of %q", other, k)
+				}
+			}
+		})
+	}
+}
+
+// TestSpelledKeysBeyondTheTableKeepTheNormalizedPath: a key set too large
+// for the table indexes what it can, and every key, indexed or not, is
+// still denied (the differential test compares the digests).
+func TestSpelledKeysBeyondTheTableKeepTheNormalizedPath(t *testing.T) {
+	var keys []string
+	for i := 0; i < 400; i++ {
+		keys = append(keys, fmt.Sprintf("vk%d", i))
+	}
+	ks := newKeySet(keys)
+	if len(ks.spelled) == 0 || len(ks.spelled) > 255 {
+		t.Fatalf("%d keys indexed, want 1..255", len(ks.spelled))
+	}
+	for _, k := range keys {
+		if !ks.match(k) {
+			t.Errorf("%q not denied", k)
+		}
+	}
 }
