@@ -74,17 +74,19 @@ type keySet struct {
 	// went on to the normalized hash for nothing.
 	clean [16]uint64
 	// spelled holds the configured exact keys of at most 16 bytes as they
-	// are written, and spelledAt indexes them (entry+1, 0 for none) by bits
-	// spelledShift.. of their short hash: a document's key spelled the same
-	// way (request_id for request_id) is a member without the shape test,
-	// the normalized hash and the look-up, which cost a denied key more
-	// than the rest of its member. The shift is chosen so that the keys'
-	// slots differ: with the first 32-slot table, slot collisions left 18
-	// of the 44 default result keys (duration_ms among them) to the slow
-	// path on every occurrence.
+	// are written, with the terminal keys of term, and spelledAt indexes
+	// them (entry+1, 0 for none) by bits spelledShift.. of their short
+	// hash: a document's key spelled the same way (request_id for
+	// request_id, status for status) is classified without the shape
+	// test, the normalized hash and the look-ups, which cost such a key
+	// more than the rest of its member. The shift is chosen so that the
+	// keys' slots differ: with the first 32-slot table, slot collisions
+	// left 18 of the 44 default result keys (duration_ms among them) to the
+	// slow path on every occurrence.
 	spelled      []spelledKey
 	spelledAt    [spelledSlots]uint8
 	spelledShift uint8
+	term         *terminalMatcher
 }
 
 // spelledSlots is the size of keySet.spelledAt (a power of two). A byte a
@@ -94,27 +96,43 @@ type keySet struct {
 const spelledSlots = 1024
 
 // spelledKey is a configured key as written: the words shortWords reads
-// and its length, which together determine it, and its normalized hash.
+// and its length, which together determine it, and what match answers for
+// it: its hash as match computes it (normalized, or its prefix's when a
+// prefix takes it), whether the set denies it and whether it is a status
+// key of the set's terminal matcher.
 type spelledKey struct {
-	a, b uint64
-	n    int
-	norm uint64
+	a, b           uint64
+	n              int
+	hash           uint64
+	denied, status bool
 }
 
-// spelledHit returns the normalized hash of the configured key spelled as
-// the key of short hash hash, words a, b and length n, if there is one.
-func (ks *keySet) spelledHit(hash, a, b uint64, n int) (uint64, bool) {
+// spelledHit returns the configured key spelled as the key of short hash
+// hash, words a, b and length n, if there is one.
+func (ks *keySet) spelledHit(hash, a, b uint64, n int) (*spelledKey, bool) {
 	if ks == nil {
-		return 0, false
+		return nil, false
 	}
 	i := ks.spelledAt[hash>>ks.spelledShift&(spelledSlots-1)]
 	if i == 0 {
-		return 0, false
+		return nil, false
 	}
 	if e := &ks.spelled[i-1]; e.n == n && e.a == a && e.b == b {
-		return e.norm, true
+		return e, true
 	}
-	return 0, false
+	return nil, false
+}
+
+// statusOf says whether the spelled key e is a status key of t, as match
+// does: from the set's answer when t is the matcher it was built for.
+func (ks *keySet) statusOf(e *spelledKey, t *terminalMatcher) bool {
+	if t == nil {
+		return false
+	}
+	if t == ks.term {
+		return e.status
+	}
+	return t.keys.hasExact(e.hash)
 }
 
 // placeSpelled indexes keys (distinct spellings) by the shift of their
@@ -183,8 +201,13 @@ func normHash(key string) (h uint64, n int) {
 	return h, n
 }
 
-func newKeySet(keys []string) *keySet {
-	ks := &keySet{exact: make(map[uint64]struct{}, len(keys)), prefixFrom: math.MaxInt}
+func newKeySet(keys []string) *keySet { return newKeySetFor(keys, nil) }
+
+// newKeySetFor is newKeySet for documents read with the terminal matcher
+// term (results): term's keys, spelled as configured, are classified by
+// their spelling too.
+func newKeySetFor(keys []string, term *terminalMatcher) *keySet {
+	ks := &keySet{exact: make(map[uint64]struct{}, len(keys)), prefixFrom: math.MaxInt, term: term}
 	for _, k := range keys {
 		if p, ok := strings.CutSuffix(k, "*"); ok {
 			h, n := normHash(p)
@@ -218,15 +241,17 @@ func newKeySet(keys []string) *keySet {
 		}
 
 	}
-	// After the prefixes are known: a key a prefix takes on the way is
-	// classified by the prefix's hash (see hash), and keeps that path.
+	// After the prefixes are known, each key is classified as match
+	// classifies it (a key a prefix takes on the way by the prefix's
+	// hash).
 	var spelled []spelledKey
 	var hashes []uint64
-	for _, k := range keys {
+	candidates := keys
+	if term != nil {
+		candidates = append(slices.Clip(keys), term.names...)
+	}
+	for _, k := range candidates {
 		if n := len(k); n == 0 || n > 16 || strings.HasSuffix(k, "*") {
-			continue
-		}
-		if _, prefixed := ks.hash(k); prefixed {
 			continue
 		}
 		a, b := shortWords(k)
@@ -234,7 +259,10 @@ func newKeySet(keys []string) *keySet {
 		if slices.ContainsFunc(spelled, func(o spelledKey) bool { return o.a == e.a && o.b == e.b && o.n == e.n }) {
 			continue // listed twice
 		}
-		e.norm, _ = normHash(k)
+		var prefixed bool
+		e.hash, prefixed = ks.hash(k)
+		e.denied = prefixed || ks.hasExact(e.hash)
+		e.status = term != nil && term.keys.hasExact(e.hash)
 		spelled, hashes = append(spelled, e), append(hashes, shortHash(a, b, len(k)))
 	}
 	ks.placeSpelled(spelled, hashes)
@@ -401,6 +429,7 @@ func mum(a, b uint64) uint64 {
 // whose string value names a final state.
 type terminalMatcher struct {
 	keys   *keySet
+	names  []string // the keys as configured
 	values []string
 	// lens marks the byte lengths below 64 a value matching one of values
 	// can have, so most status values ("ok", "running") are turned away by
@@ -411,7 +440,7 @@ type terminalMatcher struct {
 }
 
 func newTerminalMatcher(keys, values []string) *terminalMatcher {
-	t := &terminalMatcher{keys: newKeySet(keys), values: values}
+	t := &terminalMatcher{keys: newKeySet(keys), names: keys, values: values}
 	for _, v := range values {
 		lo, hi, ok := FoldLengths(v)
 		if !ok || hi >= 64 {
@@ -816,8 +845,8 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 						u = unclean(a) | unclean(b)
 					}
 					keyHash, denied, statusKey = shortHash(a, b, n), false, false
-					if norm, ok := h.deny.spelledHit(keyHash, a, b, n); ok {
-						denied, statusKey = true, h.terminal != nil && depth < 3 && h.terminal.keys.hasExact(norm)
+					if e, ok := h.deny.spelledHit(keyHash, a, b, n); ok {
+						denied, statusKey = e.denied, depth < 3 && h.deny.statusOf(e, h.terminal)
 					} else if u != 0 {
 						denied, statusKey = h.classify(str, depth)
 					} else if h.deny.mayHaveClean(keyHash, str, true) || (h.terminal != nil && depth < 3 && h.terminal.keys.mayHaveClean(keyHash, str, false)) {
@@ -1000,8 +1029,8 @@ func (h *canonHasher) key(key string, depth int) (hash uint64, denied, statusKey
 	if h.deny == nil && h.terminal == nil {
 		return hash, false, false
 	}
-	if norm, ok := h.deny.spelledHit(hash, a, b, len(key)); ok {
-		return hash, true, h.terminal != nil && depth < 3 && h.terminal.keys.hasExact(norm)
+	if e, ok := h.deny.spelledHit(hash, a, b, len(key)); ok {
+		return hash, e.denied, depth < 3 && h.deny.statusOf(e, h.terminal)
 	}
 	if unclean(a)|unclean(b) != 0 {
 		denied, statusKey = h.classify(key, depth)

@@ -196,36 +196,43 @@ func FuzzNormalizeResult(f *testing.F) {
 }
 
 // TestEveryShortConfiguredKeyIsFoundBySpelling: each configured exact key
-// of at most 16 bytes that no prefix takes, spelled as configured, is found
-// by its spelling, with its normalized hash (the 32-slot table it replaced
-// left 18 of the 44 default result keys to the normalized path); keys
-// spelled otherwise are not.
+// of at most 16 bytes, and each terminal key on the result side, spelled
+// as configured, is found by its spelling with match's answer for it (the
+// 32-slot table it replaced left 18 of the 44 default result keys to the
+// normalized path, and the terminal keys to the look-ups); keys spelled
+// otherwise are not.
 func TestEveryShortConfiguredKeyIsFoundBySpelling(t *testing.T) {
 	cfg := DefaultNormalizerConfig()
 	n := NewNormalizer(cfg)
 	sets := []struct {
-		name string
-		ks   *keySet
-		keys []string
+		name     string
+		ks       *keySet
+		term     *terminalMatcher
+		denied   []string
+		terminal []string
 	}{
-		{"arguments", n.argDeny, cfg.VolatileArgKeys},
-		{"results", n.resultDeny, append(append([]string(nil), cfg.VolatileArgKeys...), cfg.VolatileResultKeys...)},
+		{"arguments", n.argDeny, nil, cfg.VolatileArgKeys, nil},
+		{"results", n.resultDeny, n.terminal, append(append([]string(nil), cfg.VolatileArgKeys...), cfg.VolatileResultKeys...), cfg.TerminalKeys},
 	}
 	for _, set := range sets {
 		t.Run(set.name, func(t *testing.T) {
-			for _, k := range set.keys {
-				if len(k) > 16 || strings.HasSuffix(k, "*") {
-					continue
-				}
+			h := canonHasher{deny: set.ks, terminal: set.term}
+			check := func(k string) {
 				a, b := shortWords(k)
-				norm, ok := set.ks.spelledHit(shortHash(a, b, len(k)), a, b, len(k))
-				if want, _ := normHash(k); !ok || norm != want {
-					t.Errorf("%q: found %v, normalized hash %#x, want %#x", k, ok, norm, want)
+				e, ok := set.ks.spelledHit(shortHash(a, b, len(k)), a, b, len(k))
+				wantDenied, wantStatus := h.match(k, 0)
+				if !ok || e.denied != wantDenied || set.ks.statusOf(e, set.term) != wantStatus {
+					t.Errorf("%q: found %v, want denied %v and status %v as match says", k, ok, wantDenied, wantStatus)
 				}
 				other := strings.ToUpper(k)
 				a, b = shortWords(other)
 				if _, ok := set.ks.spelledHit(shortHash(a, b, len(other)), a, b, len(other)); ok {
 					t.Errorf("%q found by the spelling of %q", other, k)
+				}
+			}
+			for _, k := range append(set.denied, set.terminal...) {
+				if len(k) <= 16 && !strings.HasSuffix(k, "*") {
+					check(k)
 				}
 			}
 		})

@@ -115,11 +115,12 @@ type toolKeySets struct {
 
 // NewNormalizer builds a Normalizer from cfg.
 func NewNormalizer(cfg NormalizerConfig) *Normalizer {
+	term := newTerminalMatcher(cfg.TerminalKeys, cfg.TerminalValues)
 	n := &Normalizer{
 		maxBytes:   cfg.MaxCanonicalBytes,
 		argDeny:    newKeySet(cfg.VolatileArgKeys),
-		resultDeny: newKeySet(append(append([]string(nil), cfg.VolatileArgKeys...), cfg.VolatileResultKeys...)),
-		terminal:   newTerminalMatcher(cfg.TerminalKeys, cfg.TerminalValues),
+		resultDeny: newKeySetFor(append(append([]string(nil), cfg.VolatileArgKeys...), cfg.VolatileResultKeys...), term),
+		terminal:   term,
 	}
 	if n.maxBytes <= 0 {
 		n.maxBytes = 64 << 10
@@ -135,7 +136,7 @@ func NewNormalizer(cfg NormalizerConfig) *Normalizer {
 		}
 		n.perTool[tool] = &toolKeySets{
 			args:   newKeySet(override(cfg.VolatileArgKeys, o)),
-			result: newKeySet(override(append(append([]string(nil), cfg.VolatileArgKeys...), cfg.VolatileResultKeys...), o)),
+			result: newKeySetFor(override(append(append([]string(nil), cfg.VolatileArgKeys...), cfg.VolatileResultKeys...), o), term),
 		}
 	}
 	return n
