@@ -136,8 +136,8 @@ func (ks *keySet) statusOf(e *spelledKey, t *terminalMatcher) bool {
 }
 
 // placeSpelled indexes keys (distinct spellings) by the shift of their
-// short hashes that leaves the fewest of them without a slot of their own:
-// none, for any shift, at the default keys.
+// short hashes that leaves the fewest of them without a slot of their own
+// (the default key sets find a shift that parts them all).
 func (ks *keySet) placeSpelled(keys []spelledKey, hashes []uint64) {
 	keys, hashes = keys[:min(len(keys), 255)], hashes[:min(len(hashes), 255)]
 	best, bestLost := uint8(0), len(keys)+1
