@@ -81,8 +81,8 @@ type keySet struct {
 	// test, the normalized hash and the look-ups, which cost such a key
 	// more than the rest of its member. The shift is chosen so that the
 	// keys' slots differ: with the first 32-slot table, slot collisions
-	// left 18 of the 44 default result keys (duration_ms among them) to the
-	// slow path on every occurrence.
+	// left 16 of the 42 short default result keys (duration_ms among them)
+	// to the slow path on every occurrence.
 	spelled      []spelledKey
 	spelledAt    [spelledSlots]uint8
 	spelledShift uint8

@@ -198,8 +198,8 @@ func FuzzNormalizeResult(f *testing.F) {
 // TestEveryShortConfiguredKeyIsFoundBySpelling: each configured exact key
 // of at most 16 bytes, and each terminal key on the result side, spelled
 // as configured, is found by its spelling with match's answer for it (the
-// 32-slot table it replaced left 18 of the 44 default result keys to the
-// normalized path, and the terminal keys to the look-ups); keys spelled
+// 32-slot table it replaced left 16 of the 42 short default result keys to
+// the normalized path, and the terminal keys to the look-ups); keys spelled
 // otherwise are not.
 func TestEveryShortConfiguredKeyIsFoundBySpelling(t *testing.T) {
 	cfg := DefaultNormalizerConfig()
