@@ -138,15 +138,15 @@ func (ks *keySet) statusOf(e *spelledKey, t *terminalMatcher) bool {
 // placeSpelled indexes keys (distinct spellings) by the shift of their
 // short hashes that leaves the fewest of them without a slot of their own
 // (the default key sets find a shift that parts them all).
-func (ks *keySet) placeSpelled(keys []spelledKey, hashes []uint64) {
-	keys, hashes = keys[:min(len(keys), 255)], hashes[:min(len(hashes), 255)]
+func (ks *keySet) placeSpelled(keys []spelledKey) {
+	keys = keys[:min(len(keys), 255)]
 	best, bestLost := uint8(0), len(keys)+1
 	var taken [spelledSlots]bool
 	for shift := uint8(0); shift <= 64-10; shift++ {
 		taken = [spelledSlots]bool{}
 		lost := 0
-		for _, h := range hashes {
-			slot := h >> shift & (spelledSlots - 1)
+		for i := range keys {
+			slot := keys[i].shortHash() >> shift & (spelledSlots - 1)
 			if taken[slot] {
 				lost++
 			}
@@ -160,13 +160,17 @@ func (ks *keySet) placeSpelled(keys []spelledKey, hashes []uint64) {
 		}
 	}
 	ks.spelledShift = best
-	for i, h := range hashes {
-		if slot := h >> best & (spelledSlots - 1); ks.spelledAt[slot] == 0 {
+	for i := range keys {
+		if slot := keys[i].shortHash() >> best & (spelledSlots - 1); ks.spelledAt[slot] == 0 {
 			ks.spelled = append(ks.spelled, keys[i])
 			ks.spelledAt[slot] = uint8(len(ks.spelled))
 		}
 	}
 }
+
+// shortHash is the short hash of the key e spells, as a document's key of
+// that spelling has it.
+func (e *spelledKey) shortHash() uint64 { return shortHash(e.a, e.b, e.n) }
 
 type prefixHash struct {
 	n int
@@ -245,7 +249,6 @@ func newKeySetFor(keys []string, term *terminalMatcher) *keySet {
 	// classifies it (a key a prefix takes on the way by the prefix's
 	// hash).
 	var spelled []spelledKey
-	var hashes []uint64
 	candidates := keys
 	if term != nil {
 		candidates = append(slices.Clip(keys), term.names...)
@@ -263,9 +266,9 @@ func newKeySetFor(keys []string, term *terminalMatcher) *keySet {
 		e.hash, prefixed = ks.hash(k)
 		e.denied = prefixed || ks.hasExact(e.hash)
 		e.status = term != nil && term.keys.hasExact(e.hash)
-		spelled, hashes = append(spelled, e), append(hashes, shortHash(a, b, len(k)))
+		spelled = append(spelled, e)
 	}
-	ks.placeSpelled(spelled, hashes)
+	ks.placeSpelled(spelled)
 	return ks
 }
 
