@@ -1,7 +1,6 @@
 # otelcol-loop — build, test, demo, bench.
 SHELL := /bin/bash
 GO ?= go
-export GOPROXY ?= https://proxy.golang.org
 export GOFLAGS ?= -buildvcs=false
 TOOLS := $(CURDIR)/.tools
 BUILDER_VERSION := v0.165.0
