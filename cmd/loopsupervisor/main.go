@@ -8,6 +8,7 @@
 // the optional --on-warn command with the verdict in its environment.
 //
 //	loopsupervisor [flags] -- AGENT_CMD ARGS...
+//	loopsupervisor hook [--format claude|gemini]   (the agent CLI's tool-call hook)
 //
 // Exit codes:
 //
@@ -25,5 +26,8 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "hook" {
+		os.Exit(runHook(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -79,7 +79,13 @@ type options struct {
 	tolerance    time.Duration
 	replayWindow time.Duration
 	hookTimeout  time.Duration
-	argv         []string
+	// hookPatience is how many of a loop's calls the agent's hook blocks
+	// while a verified kill is held (--hook-patience).
+	hookPatience int
+	// exportInterval is the agent's telemetry export delay set by default
+	// (--export-interval; 0 leaves the agent's SDK defaults).
+	exportInterval time.Duration
+	argv           []string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -107,6 +113,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.tolerance, "timestamp-tolerance", 5*time.Minute, "accepted distance of webhook-timestamp from now")
 	fs.DurationVar(&o.replayWindow, "replay-window", 15*time.Minute, "how long webhook ids are remembered (must cover the timestamp window and the kill retry horizon)")
 	fs.DurationVar(&o.hookTimeout, "hook-timeout", 30*time.Second, "time limit of the clean-up hook")
+	fs.IntVar(&o.hookPatience, "hook-patience", 2, "when the agent runs `loopsupervisor hook`: how many of a loop's calls it blocks with the nudge while a verified kill waits; the next one carries the kill out (0: kills at once)")
+	fs.DurationVar(&o.exportInterval, "export-interval", 200*time.Millisecond, "export delay given to the agent's OTel SDK (OTEL_BSP_SCHEDULE_DELAY, OTEL_BLRP_SCHEDULE_DELAY, OTEL_LOGS_EXPORT_INTERVAL) unless the environment sets them; their 5 s defaults delay every verdict by up to 5 s (0 keeps the SDK's defaults)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -115,8 +123,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		fs.Usage()
 		return o, errors.New("no agent command given (put it after --)")
 	}
-	if o.grace < 0 || o.backstop < 0 || o.tolerance <= 0 || o.hookTimeout <= 0 {
+	if o.grace < 0 || o.backstop < 0 || o.tolerance <= 0 || o.hookTimeout <= 0 || o.exportInterval < 0 {
 		return o, errors.New("durations must not be negative (and --timestamp-tolerance, --hook-timeout positive)")
+	}
+	if o.hookPatience < 0 {
+		return o, fmt.Errorf("--hook-patience %d: must not be negative", o.hookPatience)
 	}
 	if o.instanceID != "" && len(o.instanceID) < minInstanceIDLen {
 		return o, fmt.Errorf("--instance-id %q: at least %d characters: kills are accepted for this id alone, so it must not be guessable", o.instanceID, minInstanceIDLen)
@@ -257,7 +268,7 @@ func agentEnv(base []string, id, serviceName string) []string {
 	for _, kv := range base {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
-		case envSecrets, envSessionID:
+		case envSecrets, envSessionID, envHookURL, envHookToken:
 			continue
 		case "OTEL_RESOURCE_ATTRIBUTES":
 			resAttrs = v
@@ -283,6 +294,32 @@ func agentEnv(base []string, id, serviceName string) []string {
 		out = append(out, "OTEL_SERVICE_NAME="+serviceName)
 	}
 	return append(out, envSessionID+"="+id)
+}
+
+// exportDelayVars are the OTel SDK settings that hold an agent's finished
+// spans and log records before export: the batch span and log record
+// processors' delays (OTel SDKs) and Claude Code's logs interval. Each
+// defaults to 5 s, which is how late every verdict would be.
+var exportDelayVars = []string{"OTEL_BSP_SCHEDULE_DELAY", "OTEL_BLRP_SCHEDULE_DELAY", "OTEL_LOGS_EXPORT_INTERVAL"}
+
+// withExportDefaults sets each export delay the environment leaves unset to
+// d (in milliseconds, as the variables are read); the user's own settings
+// stand. d == 0 changes nothing.
+func withExportDefaults(env []string, d time.Duration) []string {
+	if d <= 0 {
+		return env
+	}
+	set := map[string]bool{}
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		set[k] = true
+	}
+	for _, k := range exportDelayVars {
+		if !set[k] {
+			env = append(env, k+"="+strconv.FormatInt(d.Milliseconds(), 10))
+		}
+	}
+	return env
 }
 
 // agent is the supervised process group.
@@ -383,6 +420,9 @@ type supervisor struct {
 	stdout    io.Writer
 	// hooks counts running --on-warn commands; run waits for them.
 	hooks sync.WaitGroup
+	// book is what the agent's tool-call hook and the verified warns tell
+	// of its sessions.
+	book *hookBook
 }
 
 type reply struct {
@@ -452,13 +492,30 @@ func (s *supervisor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	default:
 	}
-	if !s.killing.CompareAndSwap(false, true) {
+	if s.killing.Load() {
 		s.answer(w, http.StatusOK, reply{Result: "already_handled"})
 		return
 	}
+	if s.book.hold(msg, now) {
+		s.answer(w, http.StatusOK, reply{Result: "held"})
+		return
+	}
+	if !s.kill(msg) {
+		s.answer(w, http.StatusOK, reply{Result: "already_handled"})
+		return
+	}
+	s.answer(w, http.StatusOK, reply{Result: "killed"})
+}
+
+// kill hands a verified kill to run, once; it reports whether this call
+// was the one.
+func (s *supervisor) kill(msg webhook.Message) bool {
+	if !s.killing.CompareAndSwap(false, true) {
+		return false
+	}
 	s.log.Printf("verified kill %s (%s): stopping agent group %d", msg.Body.ID, msg.Body.Transition.Reason, s.agent.pid)
 	s.killReq <- msg
-	s.answer(w, http.StatusOK, reply{Result: "killed"})
+	return true
 }
 
 // warn handles the ladder's step before a kill: it runs the --on-warn
@@ -474,6 +531,7 @@ func (s *supervisor) warn(w http.ResponseWriter, msg webhook.Message, body []byt
 		return
 	}
 	s.log.Printf("verified warn %s (%s): %s", msg.Body.ID, msg.Body.Transition.Reason, msg.Body.Transition.Explanation)
+	s.book.warn(msg.Body.Session.Key, msg.Body, now)
 	if s.opt.onWarn == "" {
 		s.answer(w, http.StatusOK, reply{Result: "warned"})
 		return
@@ -549,15 +607,18 @@ type result struct {
 	WebhookID   string `json:"webhook_id,omitempty"`
 	DecidedAt   string `json:"decided_at,omitempty"`
 	AgentPID    int    `json:"agent_pid"`
-	Signal      string `json:"signal"`
-	ExitCode    int    `json:"exit_code"`
-	Time        string `json:"time"`
+	// BlockedCalls counts the tool calls the agent's hook blocked.
+	BlockedCalls int    `json:"blocked_calls,omitempty"`
+	Signal       string `json:"signal"`
+	ExitCode     int    `json:"exit_code"`
+	Time         string `json:"time"`
 }
 
 func (s *supervisor) finish(r result) {
 	r.Status = "error"
 	r.Session = s.sessionID
 	r.AgentPID = s.agent.pid
+	r.BlockedCalls = s.book.blockedCalls()
 	r.Time = time.Now().UTC().Format(time.RFC3339Nano)
 	line, _ := json.Marshal(r)
 	line = append(line, '\n')
@@ -654,12 +715,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		killReq:   make(chan webhook.Message, 1),
 		stdout:    stdout,
 	}
+	s.book = newHookBook(opt.hookPatience, func(m webhook.Message) { s.kill(m) }, logger.Printf)
+	hookToken := newUUID()
+	mux := http.NewServeMux()
+	mux.Handle("/kill", s)
+	mux.Handle(hookPath, &hookHandler{token: []byte(hookToken), book: s.book, now: time.Now})
 
 	sigCh := make(chan os.Signal, 1)
 	signal.Notify(sigCh, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigCh)
 
-	a, err := startAgent(opt.argv, agentEnv(os.Environ(), opt.instanceID, opt.serviceName), cred)
+	env := withExportDefaults(agentEnv(os.Environ(), opt.instanceID, opt.serviceName), opt.exportInterval)
+	env = append(env, envHookURL+"=http://"+ln.Addr().String()+hookPath, envHookToken+"="+hookToken)
+	a, err := startAgent(opt.argv, env, cred)
 	if err != nil {
 		logger.Printf("starting agent: %v", err)
 		return exitInternal
@@ -667,7 +735,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	s.agent = a
 	logger.Printf("agent pid %d (process group %d), session %s, webhooks on http://%s", a.pid, a.pid, opt.instanceID, ln.Addr())
 
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, ErrorLog: logger}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, ErrorLog: logger}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -697,7 +765,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			s.killing.Store(true)
 			s.terminate()
 		}
-		logger.Printf("agent exited by itself with code %d", code)
+		logger.Printf("agent exited by itself with code %d; its hook blocked %d calls", code, s.book.blockedCalls())
 		return code
 	case msg := <-s.killReq:
 		sig := s.terminate()
