@@ -189,6 +189,13 @@ type Proc struct {
 // starts inherits them, and Wait must not hang on a pipe a child holds.
 func Start(t testing.TB, dir, name string, env []string, stdoutPath string, argv ...string) *Proc {
 	t.Helper()
+	return StartIn(t, "", dir, name, env, stdoutPath, argv...)
+}
+
+// StartIn is Start with the process's working directory set to workdir
+// (the test's own when empty).
+func StartIn(t testing.TB, workdir, dir, name string, env []string, stdoutPath string, argv ...string) *Proc {
+	t.Helper()
 	p := &Proc{Name: name, Log: filepath.Join(dir, name+".log"), done: make(chan struct{})}
 	logf, err := os.Create(p.Log)
 	if err != nil {
@@ -203,6 +210,7 @@ func Start(t testing.TB, dir, name string, env []string, stdoutPath string, argv
 		defer out.Close()
 	}
 	p.Cmd = exec.Command(argv[0], argv[1:]...)
+	p.Cmd.Dir = workdir
 	p.Cmd.Env = append(os.Environ(), env...)
 	p.Cmd.Stdout, p.Cmd.Stderr = out, logf
 	if err := p.Cmd.Start(); err != nil {

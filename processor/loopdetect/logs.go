@@ -29,6 +29,24 @@ import (
 // zero would put every agent into one session.
 var defaultLogSessionKeys = []string{"session.id", "gen_ai.conversation.id"}
 
+// claudeToolDecision is Claude Code's record of whether a tool call may
+// run. A rejected call (by a PreToolUse hook such as loopsupervisor's, by
+// the user or by a rule) never runs and leaves no tool_result, but the
+// model asked for it: a model that keeps asking for the call its hook
+// blocks is still in its loop, and only these records show it. Accepted
+// decisions are followed by the call's tool_result and are skipped.
+const claudeToolDecision = "claude_code.tool_decision"
+
+// rejectedCall reports whether a tool_decision record is a rejection; any
+// other record passes.
+func rejectedCall(rec *logRecord) bool {
+	if rec.name != claudeToolDecision {
+		return true
+	}
+	v, ok := rec.lr.Attributes().Get("decision")
+	return ok && v.Str() == "reject"
+}
+
 // logRecord adapts a log record and its resource to extract.Span. It is a
 // value type, so extract.Extract is instantiated for it without boxing.
 type logRecord struct {
@@ -131,8 +149,19 @@ func (r logRecord) Start() time.Time {
 func (r logRecord) End() time.Time { return r.time() }
 
 // Status: a log record has none; failures come from attributes (Claude
-// Code's success = "false").
-func (r logRecord) Status() (bool, string)                      { return false, "" }
+// Code's success = "false"), and a rejected tool_decision is a call that
+// failed to run.
+func (r logRecord) Status() (bool, string) {
+	if r.name != claudeToolDecision {
+		return false, ""
+	}
+	src := "rejected"
+	if v, ok := r.lr.Attributes().Get("source"); ok && v.Str() != "" {
+		src = "rejected by " + v.Str()
+	}
+	return true, src
+}
+
 func (r logRecord) EventCount() int                             { return 0 }
 func (r logRecord) EventName(int) string                        { return "" }
 func (r logRecord) EventAttr(int, string) (extract.Value, bool) { return extract.Value{}, false }
@@ -167,6 +196,9 @@ func (d *detector) consumeLogs(ctx context.Context, ld plog.Logs, x *extract.Ext
 				lr := lrs.At(k)
 				n.items++
 				rec := logRecord{lr: lr, res: res, name: eventName(lr)}
+				if !rejectedCall(&rec) {
+					continue
+				}
 				if d.cfg.EventTime {
 					advance(&d.eventNow, rec.time().UnixNano())
 				}

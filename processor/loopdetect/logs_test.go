@@ -240,3 +240,51 @@ func TestLogsWithOnlyObservedTimeAreDistinctCalls(t *testing.T) {
 	}
 	assert.Equal(t, 1, kills, "the loop is detected once, the forged kill removed: %+v", evs)
 }
+
+// claudeDecision builds one claude_code.tool_decision record.
+func claudeDecision(sl plog.ScopeLogs, at time.Duration, session, toolUseID, cmd, decision, source string) {
+	lr := sl.LogRecords().AppendEmpty()
+	lr.SetTimestamp(pcommon.NewTimestampFromTime(t0.Add(at)))
+	lr.Body().SetStr("claude_code.tool_decision")
+	a := lr.Attributes()
+	a.PutStr("event.name", "tool_decision")
+	a.PutStr("session.id", session)
+	a.PutStr("decision", decision)
+	a.PutStr("source", source)
+	a.PutStr("tool_name", "Bash")
+	a.PutStr("tool_use_id", toolUseID)
+	a.PutStr("tool_parameters", `{"bash_command":"gh","full_command":"`+cmd+`","description":"list issues"}`)
+}
+
+// A model that keeps asking for a call its hook blocks is still looping:
+// the rejected decisions are failed calls; accepted ones are not calls (the
+// tool_result that follows is).
+func TestLogsClaudeCodeRejectedCallsAreCalls(t *testing.T) {
+	tests := []struct {
+		name      string
+		decision  string
+		wantStuck bool
+	}{
+		{"rejected by the hook, again and again", "reject", true},
+		{"accepted decisions alone", "accept", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sink := new(consumertest.LogsSink)
+			p, err := NewFactory().CreateLogs(context.Background(), processortest.NewNopSettings(metadata.Type), eventTimeConfig(), sink)
+			require.NoError(t, err)
+			require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
+			for i := range 8 {
+				ld, sl := newLogs()
+				claudeDecision(sl, time.Duration(i)*time.Second, "cc-hook", "toolu_"+string(rune('a'+i)), "gh issue list", tt.decision, "hook")
+				require.NoError(t, p.ConsumeLogs(context.Background(), ld))
+			}
+			require.NoError(t, p.Shutdown(context.Background()))
+			stuck := false
+			for _, e := range transitions(t, sink.AllLogs()) {
+				stuck = stuck || e.To == "stuck"
+			}
+			assert.Equal(t, tt.wantStuck, stuck)
+		})
+	}
+}

@@ -159,8 +159,11 @@ func DefaultKeys() Keys {
 		ToolSpanNames: []NameMatch{
 			{Name: "ai.toolCall", Client: "vercel_ai"},
 			{Name: "claude_code.tool", Client: "claude_code"},
-			// Claude Code's tool_result log events (logs input).
+			// Claude Code's tool_result log events (logs input), and its
+			// tool_decision events of calls it refused to run (the logs
+			// input keeps only rejections).
 			{Name: "claude_code.tool_result", Client: "claude_code"},
+			{Name: "claude_code.tool_decision", Client: "claude_code"},
 			// Logfire's OpenAI Agents integration names spans by their
 			// message template.
 			{Prefix: "Function: ", Client: "openai_agents_logfire"},

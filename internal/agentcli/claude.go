@@ -1,0 +1,84 @@
+package agentcli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/testproc"
+)
+
+// ClaudeCodeVersion is the Claude Code CLI the tests run (make/agentcli.mk
+// installs it from the npm registry; its package ships a native binary).
+const ClaudeCodeVersion = "2.1.332"
+
+// ClaudeBin returns the installed Claude Code CLI ($CLAUDE_CODE_BIN, set by
+// `make test`). Without it the test is skipped, or fails under CI=true.
+func ClaudeBin(t testing.TB) string {
+	return testproc.RequireTool(t, "CLAUDE_CODE_BIN", "claude-code")
+}
+
+// ClaudeProject is a working directory for one Claude Code run with its
+// own HOME (so no user settings, credentials or history leak in or out).
+type ClaudeProject struct {
+	// Dir is the project directory the CLI runs in.
+	Dir string
+	// Home is the CLI's HOME: it writes its session transcripts under
+	// Home/.claude/projects.
+	Home string
+}
+
+// NewClaudeProject makes a project directory and a home under dir. hook,
+// when not empty, is installed as the project's PreToolUse command hook
+// for every tool, as the README tells users to.
+func NewClaudeProject(t testing.TB, dir, hook string) ClaudeProject {
+	t.Helper()
+	p := ClaudeProject{Dir: filepath.Join(dir, "project"), Home: filepath.Join(dir, "home")}
+	for _, d := range []string{filepath.Join(p.Dir, ".claude"), p.Home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hook != "" {
+		settings := map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{
+			"matcher": "*",
+			"hooks":   []any{map[string]any{"type": "command", "command": hook}},
+		}}}}
+		b, _ := json.MarshalIndent(settings, "", "  ")
+		if err := os.WriteFile(filepath.Join(p.Dir, ".claude", "settings.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+// Env is the environment of a headless Claude Code run against model,
+// with its logs sent to the OTLP/HTTP endpoint otlp (none when empty).
+func (p ClaudeProject) Env(model *Server, otlp string) []string {
+	env := []string{
+		"HOME=" + p.Home,
+		"PATH=" + os.Getenv("PATH"),
+		"ANTHROPIC_BASE_URL=" + model.URL,
+		"ANTHROPIC_API_KEY=sk-ant-test-scripted-model",
+		"DISABLE_AUTOUPDATER=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	}
+	if otlp != "" {
+		env = append(env,
+			"CLAUDE_CODE_ENABLE_TELEMETRY=1",
+			"OTEL_LOGS_EXPORTER=otlp",
+			"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+			"OTEL_EXPORTER_OTLP_ENDPOINT="+otlp,
+			"OTEL_LOG_TOOL_DETAILS=1",
+		)
+	}
+	return env
+}
+
+// Args is `claude -p prompt` in stream-json, with the tools the scripted
+// models use allowed (headless runs cannot ask for permission).
+func ClaudeArgs(bin, prompt string) []string {
+	return []string{bin, "-p", prompt, "--output-format", "stream-json", "--verbose",
+		"--allowedTools", "Bash,Read,Edit,Write,Grep,Glob"}
+}
