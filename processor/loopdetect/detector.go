@@ -279,6 +279,8 @@ func (d *detector) extract(st *batchState, span ptrace.Span, res pcommon.Map, de
 // batchCounts are one batch's counters, added to the metrics once.
 type batchCounts struct {
 	items, calls, malformed, oversized, badEvidence, foreign, noSession int64
+	// refused counts calls the agent refused to run (logs input).
+	refused int64
 }
 
 // noSessionKey says whether c has neither a session attribute nor a trace
@@ -316,6 +318,9 @@ func (d *detector) countBatch(ctx context.Context, c batchCounts) {
 	}
 	d.addDegraded(ctx, "foreign_verdict", c.foreign)
 	d.addDegraded(ctx, "no_session", c.noSession)
+	if c.refused > 0 {
+		d.telemetry.LoopdetectRefusedCalls.Add(ctx, c.refused)
+	}
 }
 
 // eventTimeTick runs the timers when the event clock has moved a tick

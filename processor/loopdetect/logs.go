@@ -199,6 +199,9 @@ func (d *detector) consumeLogs(ctx context.Context, ld plog.Logs, x *extract.Ext
 				if !rejectedCall(&rec) {
 					continue
 				}
+				if rec.name == claudeToolDecision {
+					n.refused++
+				}
 				if d.cfg.EventTime {
 					advance(&d.eventNow, rec.time().UnixNano())
 				}

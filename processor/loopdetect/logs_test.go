@@ -12,9 +12,12 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor/processortest"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/loopevent"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/metadata"
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/metadatatest"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -261,17 +264,20 @@ func claudeDecision(sl plog.ScopeLogs, at time.Duration, session, toolUseID, cmd
 // tool_result that follows is).
 func TestLogsClaudeCodeRejectedCallsAreCalls(t *testing.T) {
 	tests := []struct {
-		name      string
-		decision  string
-		wantStuck bool
+		name        string
+		decision    string
+		wantStuck   bool
+		wantRefused int64
 	}{
-		{"rejected by the hook, again and again", "reject", true},
-		{"accepted decisions alone", "accept", false},
+		{"rejected by the hook, again and again", "reject", true, 8},
+		{"accepted decisions alone", "accept", false, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			tel := componenttest.NewTelemetry()
+			t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 			sink := new(consumertest.LogsSink)
-			p, err := NewFactory().CreateLogs(context.Background(), processortest.NewNopSettings(metadata.Type), eventTimeConfig(), sink)
+			p, err := NewFactory().CreateLogs(context.Background(), metadatatest.NewSettings(tel), eventTimeConfig(), sink)
 			require.NoError(t, err)
 			require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
 			for i := range 8 {
@@ -285,6 +291,12 @@ func TestLogsClaudeCodeRejectedCallsAreCalls(t *testing.T) {
 				stuck = stuck || e.To == "stuck"
 			}
 			assert.Equal(t, tt.wantStuck, stuck)
+			if tt.wantRefused > 0 {
+				metadatatest.AssertEqualLoopdetectRefusedCalls(t, tel, []metricdata.DataPoint[int64]{{Value: tt.wantRefused}}, metricdatatest.IgnoreTimestamp())
+			} else {
+				_, err := tel.GetMetric("otelcol_loopdetect_refused_calls")
+				assert.Error(t, err, "no refused calls counted")
+			}
 		})
 	}
 }

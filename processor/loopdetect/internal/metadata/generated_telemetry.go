@@ -31,6 +31,7 @@ type TelemetryBuilder struct {
 	LoopdetectEvictions      metric.Int64Counter
 	LoopdetectKills          metric.Int64Counter
 	LoopdetectLoopTokens     metric.Int64Counter
+	LoopdetectRefusedCalls   metric.Int64Counter
 	LoopdetectSessions       metric.Int64UpDownCounter
 	LoopdetectSpans          metric.Int64Counter
 	LoopdetectToolCalls      metric.Int64Counter
@@ -95,6 +96,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_loopdetect_loop_tokens",
 		metric.WithDescription("Model tokens (input + output) that looping sessions' LLM calls had used from the start of each loop to its detection (the transition into stuck). [Development]"),
 		metric.WithUnit("{token}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.LoopdetectRefusedCalls, err = builder.meter.Int64Counter(
+		"otelcol_loopdetect_refused_calls",
+		metric.WithDescription("Tool calls the agent asked for and refused to run (Claude Code's rejected tool_decision records, e.g. blocked by loopsupervisor's hook); each also counts as a call of its session. [Development]"),
+		metric.WithUnit("{call}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.LoopdetectSessions, err = builder.meter.Int64UpDownCounter(

@@ -100,6 +100,22 @@ func AssertEqualLoopdetectLoopTokens(t *testing.T, tt *componenttest.Telemetry, 
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualLoopdetectRefusedCalls(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_loopdetect_refused_calls",
+		Description: "Tool calls the agent asked for and refused to run (Claude Code's rejected tool_decision records, e.g. blocked by loopsupervisor's hook); each also counts as a call of its session. [Development]",
+		Unit:        "{call}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_loopdetect_refused_calls")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualLoopdetectSessions(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_loopdetect_sessions",

@@ -24,6 +24,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.LoopdetectEvictions.Add(context.Background(), 1)
 	tb.LoopdetectKills.Add(context.Background(), 1)
 	tb.LoopdetectLoopTokens.Add(context.Background(), 1)
+	tb.LoopdetectRefusedCalls.Add(context.Background(), 1)
 	tb.LoopdetectSessions.Add(context.Background(), 1)
 	tb.LoopdetectSpans.Add(context.Background(), 1)
 	tb.LoopdetectToolCalls.Add(context.Background(), 1)
@@ -41,6 +42,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualLoopdetectLoopTokens(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualLoopdetectRefusedCalls(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualLoopdetectSessions(t, testTel,
