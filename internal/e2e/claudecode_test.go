@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -175,6 +176,18 @@ func TestClaudeCodeLoopIsStoppedWithinACall(t *testing.T) {
 			t.Errorf("result line %q: want the hook's blocked calls counted", r.result)
 		}
 		t.Logf("ignoring model: the loop's call ran %d times; result %s", r.loopRuns, r.result)
+		// The README's third terminal: demowatch on the collector's file
+		// shows the verdicts decided on Claude Code's logs and the calls
+		// its hook refused.
+		watch, err := exec.Command(bins.demowatch, "--file", r.collector.traces).CombinedOutput()
+		if err != nil {
+			t.Fatalf("demowatch: %v\n%s", err, watch)
+		}
+		for _, want := range []string{"working -> stuck", ">>> KILL REQUESTED", "refused  Bash call not run: rejected by the agent's hook"} {
+			if !strings.Contains(string(watch), want) {
+				t.Errorf("demowatch output lacks %q:\n%s", want, watch)
+			}
+		}
 	})
 	t.Run("without the hook the kill comes within a call too", func(t *testing.T) {
 		t.Parallel()

@@ -26,7 +26,7 @@ import (
 
 var (
 	builds = testproc.Builds{Pattern: "otelcol-loop-e2e-bin-"}
-	bins   struct{ collector, supervisor, agent string }
+	bins   struct{ collector, supervisor, agent, demowatch string }
 )
 
 // binaries builds (once per test process) the supervisor and the agent into
@@ -42,6 +42,10 @@ func binaries(t testing.TB) (collector, supervisor, agent string) {
 			return err
 		}
 		if err := testproc.GoBuild(nil, root, bins.agent, "./cmd/loopagent"); err != nil {
+			return err
+		}
+		bins.demowatch = filepath.Join(dir, "demowatch")
+		if err := testproc.GoBuild(nil, root, bins.demowatch, "./scripts/demowatch"); err != nil {
 			return err
 		}
 		if p := os.Getenv("OTELCOL_LOOP_BIN"); p != "" {

@@ -1,13 +1,16 @@
 // Command demowatch follows the OTLP JSON-lines file the collector's file
 // exporter writes and prints every loop transition event
-// (loopdetect.transition) in it as a readable line, as it appears. It is the
-// "what did the collector see" pane of `make demo`.
+// (loopdetect.transition) in it as a readable line, as it appears: span
+// events of the traces input and log records of the logs input (Claude
+// Code), and the tool calls an agent refused to run (blocked by its hook).
+// It is the "what did the collector see" pane of `make demo`.
 //
 //	demowatch --file traces.jsonl [--follow] [--json]
 package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/loopevent"
@@ -109,6 +113,10 @@ func (w *watcher) line(b []byte) {
 	if len(strings.TrimSpace(string(b))) == 0 {
 		return
 	}
+	if bytes.Contains(b[:min(len(b), 32)], []byte(`"resourceLogs"`)) {
+		w.logsLine(b)
+		return
+	}
 	td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(b)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "demowatch: skipping unreadable line: %v\n", err)
@@ -124,6 +132,58 @@ func (w *watcher) line(b []byte) {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "demowatch: bad transition event: %v\n", err)
 	}
+}
+
+// logsLine prints the transitions the logs input appended as log records,
+// and the agent's refused calls, in record order.
+func (w *watcher) logsLine(b []byte) {
+	ld, err := (&plog.JSONUnmarshaler{}).UnmarshalLogs(b)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "demowatch: skipping unreadable line: %v\n", err)
+		return
+	}
+	rls := ld.ResourceLogs()
+	for i := 0; i < rls.Len(); i++ {
+		sls := rls.At(i).ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			lrs := sls.At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				w.logRecord(lrs.At(k))
+			}
+		}
+	}
+}
+
+func (w *watcher) logRecord(lr plog.LogRecord) {
+	if lr.EventName() == loopevent.EventName {
+		ev, err := loopevent.FromAttributes(lr.Attributes())
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "demowatch: bad transition record: %v\n", err)
+			return
+		}
+		if ev.ID != "" && w.seen[ev.ID] {
+			return
+		}
+		w.seen[ev.ID] = true
+		w.print(ev, "log record")
+		return
+	}
+	attr := func(k string) string {
+		v, _ := lr.Attributes().Get(k)
+		return v.AsString()
+	}
+	if lr.Body().AsString() != "claude_code.tool_decision" || attr("decision") != "reject" {
+		return
+	}
+	w.n++
+	at := lr.Timestamp().AsTime().Local().Format("15:04:05.000")
+	if w.json {
+		b, _ := json.Marshal(map[string]string{"refused_call": attr("tool_name"), "source": attr("source"), "session": attr("session.id"), "time": at})
+		fmt.Fprintf(w.out, "%s%s\n", w.prefix, b)
+		return
+	}
+	fmt.Fprintf(w.out, "%s%s  refused  %s call not run: rejected by the agent's %s  (session %s)\n",
+		w.prefix, at, attr("tool_name"), attr("source"), attr("session.id"))
 }
 
 func (w *watcher) print(ev loopevent.Event, spanName string) {
@@ -162,5 +222,7 @@ func (w *watcher) print(ev loopevent.Event, spanName string) {
 		detail = append(detail, fmt.Sprintf("target pid %d", ev.Target.PID))
 	}
 	fmt.Fprintf(w.out, "%s              %s\n", w.prefix, strings.Join(detail, "; "))
-	fmt.Fprintf(w.out, "%s              in trace %s on span %s (%q)\n", w.prefix, ev.TraceID, ev.SpanID, spanName)
+	if ev.TraceID != "" {
+		fmt.Fprintf(w.out, "%s              in trace %s on span %s (%q)\n", w.prefix, ev.TraceID, ev.SpanID, spanName)
+	}
 }
