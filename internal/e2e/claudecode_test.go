@@ -201,3 +201,85 @@ func TestClaudeCodeLoopIsStoppedWithinACall(t *testing.T) {
 		t.Logf("no hook, fast export: the loop's call ran %d times", r.loopRuns)
 	})
 }
+
+// healthySession is 40 calls of ordinary coding work: reading around,
+// editing, running the tests after every edit (the same command, a
+// different outcome each time as the code changes), a failing then passing
+// build, grepping.
+func healthySession() agentcli.Model {
+	turns := []agentcli.Turn{
+		agentcli.Bash("mkdir -p src && printf 'package main\\n\\nfunc add(a, b int) int { return a - b }\\n' > src/add.go"),
+		agentcli.Bash("printf '#!/bin/sh\\ngrep -q \"a + b\" src/add.go && echo PASS || { echo FAIL: add; exit 1; }\\n' > test.sh && chmod +x test.sh"),
+		agentcli.Bash("ls -la"),
+		agentcli.Bash("./test.sh"),
+		agentcli.Call("Read", map[string]any{"file_path": "src/add.go"}),
+		agentcli.Call("Grep", map[string]any{"pattern": "func ", "path": "src"}),
+	}
+	for i := range 8 {
+		f := fmt.Sprintf("src/f%d.go", i)
+		turns = append(turns,
+			agentcli.Call("Write", map[string]any{"file_path": f, "content": fmt.Sprintf("package main\n\nfunc f%d() int { return %d }\n", i, i)}),
+			agentcli.Bash("./test.sh"),
+			agentcli.Bash(fmt.Sprintf("wc -l %s", f)),
+		)
+	}
+	turns = append(turns,
+		agentcli.Call("Edit", map[string]any{"file_path": "src/add.go", "old_string": "a - b", "new_string": "a + b"}),
+		agentcli.Bash("./test.sh"),
+		agentcli.Bash("git init -q . && git add -A && git commit -qm 'fix add' -c user.name=t -c user.email=t@example.com || true"),
+		agentcli.Bash("ls src | wc -l"),
+		agentcli.Call("Grep", map[string]any{"pattern": "return", "path": "src", "output_mode": "count"}),
+		agentcli.Bash("cat src/add.go"),
+		agentcli.Bash("./test.sh"),
+		agentcli.Bash("for i in 1 2 3; do echo page $i; done"),
+		agentcli.Call("Read", map[string]any{"file_path": "test.sh"}),
+		agentcli.Bash("echo done > STATUS"),
+	)
+	return agentcli.Script("The add bug is fixed and the tests pass.", turns...)
+}
+
+func TestClaudeCodeHealthySessionIsNeverBlocked(t *testing.T) {
+	t.Parallel()
+	r := runClaude(t, healthySession(), true)
+	if r.exit != 0 {
+		t.Fatalf("want the healthy agent to finish by itself (exit 0), got %s", r)
+	}
+	calls := 0
+	for _, e := range r.model.Exchanges() {
+		if e.Turn.Tool != nil {
+			calls++
+		}
+	}
+	if calls != 40 {
+		t.Errorf("the session made %d tool calls, want 40", calls)
+	}
+	if strings.Contains(r.supLog, "verified warn") || blockedCalls(r.supLog) > 0 || !strings.Contains(r.supLog, "its hook blocked 0 calls") {
+		t.Errorf("a healthy session was warned or blocked\n%s", r)
+	}
+	if strings.Contains(r.collector.LogText(), "Agent session stuck") {
+		t.Errorf("the collector found a healthy session stuck\n%s", r)
+	}
+}
+
+// TestClaudeCodeCallsBeforeKill measures (it checks nothing) how many times
+// an instant model's loop call runs before the kill, without the hook, with
+// the SDK's 5 s export delay and with the supervisor's 200 ms default:
+//
+//	LOOP_E2E_MEASURE_EXPORT=5 go test -run TestClaudeCodeCallsBeforeKill -v ./internal/e2e/
+func TestClaudeCodeCallsBeforeKill(t *testing.T) {
+	runs, _ := strconv.Atoi(os.Getenv("LOOP_E2E_MEASURE_EXPORT"))
+	if runs <= 0 {
+		t.Skip("a measurement: set LOOP_E2E_MEASURE_EXPORT=<runs>")
+	}
+	for _, interval := range []string{"0", "200ms"} {
+		var counts []int
+		for range runs {
+			r := runClaude(t, agentcli.Loop{Lead: ghLead, Repeat: ghLoop, MaxRepeats: 500}, false, "--export-interval", interval)
+			if r.exit != 86 {
+				t.Fatalf("--export-interval %s: want exit 86, got %s", interval, r)
+			}
+			counts = append(counts, r.loopRuns)
+		}
+		t.Logf("--export-interval %s: the loop's call ran %v times before the kill", interval, counts)
+	}
+}
