@@ -1,0 +1,79 @@
+//go:build unix
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/testproc"
+)
+
+// TestTwoAgentsEachKilledByItsOwnSupervisor runs one collector on
+// config/local.yaml with config/overlays/second-agent.yaml and two looping
+// agents, each under its own supervisor on its own port: each agent is
+// stopped by its own supervisor, and each supervisor turns the other's kill
+// away.
+func TestTwoAgentsEachKilledByItsOwnSupervisor(t *testing.T) {
+	t.Parallel()
+	bin, supBin, agentBin := binaries(t)
+	root, err := testproc.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	secret := testproc.NewSecret(t)
+	ports := []int{testproc.FreePort(t), testproc.FreePort(t)}
+	otlp, health := testproc.FreePort(t), testproc.FreePort(t)
+	env := []string{
+		"LOOPDETECT_WEBHOOK_SECRET=" + secret,
+		"LOOPSUPERVISOR_PORT=" + strconv.Itoa(ports[0]),
+		"LOOPSUPERVISOR_PORT_2=" + strconv.Itoa(ports[1]),
+		"LOOP_OTLP_HTTP_PORT=" + strconv.Itoa(otlp),
+		"LOOP_OTLP_GRPC_PORT=" + strconv.Itoa(testproc.FreePort(t)),
+		"LOOP_HEALTH_PORT=" + strconv.Itoa(health),
+		"LOOP_METRICS_PORT=" + strconv.Itoa(testproc.FreePort(t)),
+		"LOOP_TRACES_FILE=" + filepath.Join(dir, "traces.jsonl"),
+	}
+	col := testproc.Start(t, dir, "collector", env, "", bin, "--config", filepath.Join(root, "config", "local.yaml"),
+		"--config", filepath.Join(root, "config", "overlays", "second-agent.yaml"))
+	col.LogTail = 6000
+	col.WaitHealthy(t, health, 30*time.Second)
+
+	secrets := filepath.Join(dir, "loopsupervisor.secrets")
+	if err := os.WriteFile(secrets, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sups := make([]*testproc.Proc, 2)
+	results := make([]string, 2)
+	for i, port := range ports {
+		results[i] = filepath.Join(dir, fmt.Sprintf("result%d", i))
+		sups[i] = testproc.Start(t, dir, fmt.Sprintf("supervisor%d", i),
+			[]string{fmt.Sprintf("OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:%d", otlp)}, results[i],
+			supBin, "--listen", "127.0.0.1:"+strconv.Itoa(port), "--secrets-file", secrets, "--",
+			agentBin, "--scenario", "seed000", "--speed", strconv.Itoa(seed000Speed))
+	}
+	for i, sup := range sups {
+		if code := sup.Wait(t, 60*time.Second); code != 86 {
+			t.Fatalf("supervisor %d: exit %d, want 86\n%s\ncollector:\n%s", i, code, sup.LogText(), testproc.Tail(col.LogText(), 4000))
+		}
+		var r struct{ Session, LoopSession string }
+		out := strings.Split(strings.TrimSpace(readFile(t, results[i])), "\n")
+		if err := json.Unmarshal([]byte(out[len(out)-1]), &r); err != nil {
+			t.Fatalf("supervisor %d result line: %v", i, err)
+		}
+		log := sup.LogText()
+		if n := strings.Count(log, "verified kill "); n != 1 {
+			t.Errorf("supervisor %d logged %d verified kills, want its own one:\n%s", i, n, log)
+		}
+		if !strings.Contains(log, "session "+r.Session) {
+			t.Errorf("supervisor %d killed for session %s, not the one it gave its agent:\n%s", i, r.Session, log)
+		}
+	}
+}
