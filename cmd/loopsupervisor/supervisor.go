@@ -385,15 +385,31 @@ type supervisor struct {
 	hooks sync.WaitGroup
 }
 
+// reply is the body of every answer. It carries nothing about the agent:
+// answers go to whoever asks, signed or not, and the instance id is the
+// capability a kill is matched on (docs/security.md).
 type reply struct {
-	Result  string `json:"result"`
-	Session string `json:"session,omitempty"`
-	Error   string `json:"error,omitempty"`
+	Result string `json:"result"`
+	Error  string `json:"error,omitempty"`
+	// webhookID is the verified request's webhook-id; a 410 answer is
+	// signed over it (see answer).
+	webhookID string
 }
 
 func (s *supervisor) answer(w http.ResponseWriter, code int, r reply) {
-	r.Session = s.sessionID
 	w.Header().Set("Content-Type", "application/json")
+	if code == http.StatusGone && r.webhookID != "" {
+		// alert_sink switches a destination off on a 410 only when it is
+		// signed with the kill secret (stdwebhook.VerifyGone), so a process
+		// squatting on the port cannot; an unsigned 410 is retried. The
+		// reference supervisor never retires its destination
+		// (docs/webhook.md); should it ever, the 410 to a verified request
+		// is signed here.
+		ts := time.Now().Unix()
+		w.Header().Set(stdwebhook.HeaderID, r.webhookID)
+		w.Header().Set(stdwebhook.HeaderTimestamp, strconv.FormatInt(ts, 10))
+		w.Header().Set(stdwebhook.HeaderSignature, stdwebhook.SignGone(s.verifier.Keys, r.webhookID, ts))
+	}
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(r)
 }
