@@ -9,6 +9,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/user"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -167,4 +170,103 @@ func TestSquattersGoneDoesNotSwitchKillsOff(t *testing.T) {
 	h.done <- exit
 	assert.Equal(t, exitKilled, exit, "the squatter's 410 switched kills off")
 	assert.GreaterOrEqual(t, hits.Load(), int64(1))
+}
+
+// idFile writes id to a private file for --instance-id-file.
+func idFile(t *testing.T, id string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "instance-id")
+	require.NoError(t, os.WriteFile(p, []byte(id+"\n"), 0o600))
+	return p
+}
+
+// TestInstanceIDOnlyFromAFileOrGenerated: an id on the command line is
+// readable by every local user (ps), so --instance-id is refused; an id
+// from a file must be private and must not be patterned.
+func TestInstanceIDOnlyFromAFileOrGenerated(t *testing.T) {
+	secrets := filepath.Join(t.TempDir(), "secrets")
+	require.NoError(t, os.WriteFile(secrets, []byte(testSecret+"\n"), 0o600))
+	runWith := func(args ...string) (int, string) {
+		var stderr bytes.Buffer
+		args = append([]string{"--secret-file", secrets, "--listen", "127.0.0.1:0"}, args...)
+		code := run(context.Background(), append(args, "--", "true"), io.Discard, &stderr)
+		return code, stderr.String()
+	}
+	code, msg := runWith("--instance-id", "6f1c2a9e-0b7d-4c51-9a1e-3d2f8b7c6a50")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, msg, "--instance-id-file")
+
+	for _, bad := range []string{
+		"aaaaaaaaaaaaaaaa", "0123456789abcdef", "abababababababab", "abcdabcdabcdabcd",
+		"agent-1-agent-1-agent-1", "agentagentagent1", "inst,1f2e3d4c5b6a7988", "inst=1f2e3d4c5b6a7988", "inst 1f2e3d4c5b6a7988",
+	} {
+		code, msg := runWith("--instance-id-file", idFile(t, bad))
+		assert.Equal(t, exitUsage, code, bad)
+		assert.Contains(t, msg, "instance id", bad)
+	}
+	for _, good := range []string{newInstanceID(), "inst-3f9a0c1d7e2b4a6f8c0d1e2f3a4b5c6d", "k3Jq9xZ2pW7mN4vB"} {
+		assert.NoError(t, checkInstanceID(good), good)
+	}
+	for i := 0; i < 1000; i++ {
+		require.NoError(t, checkInstanceID(newInstanceID()))
+	}
+
+	p := idFile(t, newInstanceID())
+	require.NoError(t, os.Chmod(p, 0o644))
+	code, msg = runWith("--instance-id-file", p)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, msg, "0600")
+}
+
+// TestSecretsFileOwnedByAnotherUserIsRefused: the owner of a file can
+// chmod and read it, so a 0600 secrets file owned by the agent's user (or
+// anyone but the supervisor's user and root) is refused.
+func TestSecretsFileOwnedByAnotherUserIsRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a file to another user")
+	}
+	t.Setenv(envSecrets, "")
+	nobody, err := user.Lookup("nobody")
+	require.NoError(t, err)
+	uid, _ := strconv.Atoi(nobody.Uid)
+	p := filepath.Join(t.TempDir(), "secrets")
+	require.NoError(t, os.WriteFile(p, []byte(testSecret+"\n"), 0o600))
+	require.NoError(t, os.Chown(p, uid, -1))
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"--secrets-file", p, "--agent-user", "nobody", "--listen", "127.0.0.1:0", "--", "true"}, io.Discard, &stderr)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr.String(), "owned by uid "+nobody.Uid)
+	require.NoError(t, os.Chown(p, 0, -1))
+	assert.Equal(t, 0, run(context.Background(), []string{"--secrets-file", p, "--agent-user", "nobody", "--listen", "127.0.0.1:0", "--", "true"}, io.Discard, io.Discard))
+}
+
+// TestAgentInheritsNoSecret: the shell that starts the supervisor may hold
+// the collector's secrets (the README's setup exported the kill secret);
+// none of them reaches the agent or the hooks.
+func TestAgentInheritsNoSecret(t *testing.T) {
+	var base []string
+	for k := range secretEnv {
+		base = append(base, k+"=whsec_secret-of-"+k)
+	}
+	base = append(base, "PATH=/bin", "LOOP_OTLP_TOKEN=agents-own-token")
+	env := agentEnv(base, "id-0123456789abcdef", "")
+	for _, kv := range env {
+		assert.NotContains(t, kv, "whsec_secret-of-", "a secret reached the agent: %s", kv)
+	}
+	assert.Contains(t, env, "LOOP_OTLP_TOKEN=agents-own-token", "the agent's own OTLP credential stays")
+	for _, k := range []string{"LOOPDETECT_WEBHOOK_SECRET", "LOOPDETECT_DIGEST_KEY", "LOOPDETECT_ALERTS_SECRET", "LOOPSUPERVISOR_SECRETS"} {
+		assert.True(t, secretEnv[k], k)
+	}
+}
+
+// TestResultFileIsPrivate: the result line holds the instance id.
+func TestResultFileIsPrivate(t *testing.T) {
+	h := start(t, `echo "$$ 0" > "$1/pids"; exec sleep 300`, "--backstop", "200ms", "--grace", "2s")
+	h.pids()
+	exit := <-h.done
+	h.done <- exit
+	require.Equal(t, exitBackstop, exit)
+	fi, err := os.Stat(h.result)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 }

@@ -237,9 +237,13 @@ func startSupervisorOn(t testing.TB, dir string, port int, secret, instance, scr
 	if err := os.WriteFile(secrets, []byte(secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	idFile := filepath.Join(dir, "supervisor.instance-id")
+	if err := os.WriteFile(idFile, []byte(instance+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	s := &supervisor{port: port, instance: instance}
 	args := append([]string{bin, "--secrets-file", secrets, "--listen", "127.0.0.1:" + strconv.Itoa(s.port),
-		"--instance-id", instance, "--grace", "2s", "--backstop", "5m"}, extra...)
+		"--instance-id-file", idFile, "--grace", "2s", "--backstop", "5m"}, extra...)
 	args = append(args, "--", "/bin/sh", "-c", script)
 	s.Proc = testproc.Start(t, dir, "supervisor", env, "", args...)
 	if !testproc.Eventually(10*time.Second, func() bool {
