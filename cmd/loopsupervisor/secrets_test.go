@@ -95,7 +95,7 @@ mv "$2/uid.tmp" "$2/uid"; mv "$2/pid.tmp" "$2/pid"
 exec sleep 300`
 	addr := filepath.Join(dir, "addr")
 	args := []string{"--secrets-file", secrets, "--agent-user", "nobody", "--listen", "127.0.0.1:0", "--addr-file", addr,
-		"--instance-id", inst, "--grace", "2s", "--result-file", filepath.Join(dir, "result"),
+		"--instance-id-file", idFile(t, inst), "--grace", "2s", "--result-file", filepath.Join(dir, "result"),
 		"--", "/bin/sh", "-c", probe, "agent", secrets, out}
 	done := make(chan int, 1)
 	go func() { done <- run(context.Background(), args, io.Discard, io.Discard) }()

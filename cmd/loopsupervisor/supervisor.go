@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -64,21 +65,25 @@ const (
 var signalGroup = func(pgid int, sig syscall.Signal) error { return syscall.Kill(-pgid, sig) }
 
 type options struct {
-	listen       string
-	addrFile     string
-	secretFile   string
-	allowEnv     bool
-	agentUser    string
-	resultFile   string
-	onKill       string
-	onWarn       string
-	instanceID   string
-	serviceName  string
-	grace        time.Duration
-	backstop     time.Duration
-	tolerance    time.Duration
-	replayWindow time.Duration
-	hookTimeout  time.Duration
+	listen     string
+	addrFile   string
+	secretFile string
+	allowEnv   bool
+	agentUser  string
+	resultFile string
+	onKill     string
+	onWarn     string
+	instanceID string
+	// instanceIDFlag is a --instance-id given on the command line, which is
+	// refused: every local user reads it in ps.
+	instanceIDFlag string
+	instanceIDFile string
+	serviceName    string
+	grace          time.Duration
+	backstop       time.Duration
+	tolerance      time.Duration
+	replayWindow   time.Duration
+	hookTimeout    time.Duration
 	// hookPatience is how many of a loop's calls the agent's hook blocks
 	// while a verified kill is held (--hook-patience).
 	hookPatience int
@@ -106,7 +111,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.resultFile, "result-file", "", "append the JSON result line to this file instead of stdout")
 	fs.StringVar(&o.onKill, "on-kill", "", "clean-up hook run with /bin/sh -c after the agent was stopped; gets $"+envResult)
 	fs.StringVar(&o.onWarn, "on-warn", "", "command run with /bin/sh -c on a verified warn (the step before a kill), e.g. to nudge the agent; gets $"+envVerdict+", $"+envNudge+", $"+envReason+", $"+envExplanation)
-	fs.StringVar(&o.instanceID, "instance-id", "", fmt.Sprintf("session / service.instance.id to give the agent; the only key a kill is accepted for, so it must be unguessable (at least %d characters; default: a random UUID)", minInstanceIDLen))
+	fs.StringVar(&o.instanceIDFile, "instance-id-file", "", fmt.Sprintf("file holding the session / service.instance.id to give the agent (mode 0600); the only key a kill is accepted for, so it must be unguessable (at least %d characters, random-looking; default: a random UUID)", minInstanceIDLen))
+	fs.StringVar(&o.instanceIDFlag, "instance-id", "", "refused: an id on the command line is readable by every local user (ps); use --instance-id-file")
 	fs.StringVar(&o.serviceName, "service-name", "", "set OTEL_SERVICE_NAME for the agent (default: not set, so the name the agent gives itself stands)")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL to the agent's process group")
 	fs.DurationVar(&o.backstop, "backstop", 2*time.Hour, "wall-clock limit for the agent (0 disables)")
@@ -129,8 +135,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.hookPatience < 0 {
 		return o, fmt.Errorf("--hook-patience %d: must not be negative", o.hookPatience)
 	}
-	if o.instanceID != "" && len(o.instanceID) < minInstanceIDLen {
-		return o, fmt.Errorf("--instance-id %q: at least %d characters: kills are accepted for this id alone, so it must not be guessable", o.instanceID, minInstanceIDLen)
+	if o.instanceIDFlag != "" {
+		return o, errors.New("--instance-id: the id is the kill capability and a command line is readable by every local user (ps, /proc/<pid>/cmdline); put it in a file (mode 0600) and use --instance-id-file, or leave both out for a random UUID")
+	}
+	if o.instanceIDFile != "" {
+		id, err := readInstanceID(o.instanceIDFile)
+		if err != nil {
+			return o, err
+		}
+		o.instanceID = id
 	}
 	if o.replayWindow < 2*o.tolerance {
 		return o, fmt.Errorf("--replay-window (%s) must be at least twice --timestamp-tolerance (%s)", o.replayWindow, o.tolerance)
@@ -184,7 +197,9 @@ func loadKeys(o options) ([][]byte, error) {
 }
 
 // checkPrivate refuses a secrets file others may read: anyone who can read
-// it can sign kills.
+// it can sign kills. Its owner must be the supervisor's user or root: the
+// owner can change the mode and read it, so a file of the agent's user
+// (--agent-user) would hand the agent the secret whatever its mode.
 func checkPrivate(f *os.File) error {
 	fi, err := f.Stat()
 	if err != nil {
@@ -195,6 +210,9 @@ func checkPrivate(f *os.File) error {
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
 		return fmt.Errorf("mode %04o lets group or others read it; chmod 0600", perm)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("owned by uid %d, neither the supervisor's user (%d) nor root: its owner can read it whatever its mode; chown it to the supervisor's user", st.Uid, os.Geteuid())
 	}
 	return nil
 }
@@ -242,6 +260,90 @@ func checkLoopback(addr string) error {
 // anyone who can send spans stop the agent.
 const minInstanceIDLen = 16
 
+// readInstanceID reads --instance-id-file: one line, private like the
+// secrets file, and an id checkInstanceID accepts.
+func readInstanceID(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("--instance-id-file: %w", err)
+	}
+	defer f.Close()
+	if err := checkPrivate(f); err != nil {
+		return "", fmt.Errorf("--instance-id-file %s: %w", path, err)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil {
+		return "", fmt.Errorf("--instance-id-file: %w", err)
+	}
+	id := strings.TrimSpace(string(b))
+	if err := checkInstanceID(id); err != nil {
+		return "", fmt.Errorf("--instance-id-file %s: %w", path, err)
+	}
+	return id, nil
+}
+
+// minIDEntropyBits is the least estimated entropy of an instance id of
+// one's own (a random UUID estimates about 130 bits, 16 random hex digits
+// about 50).
+const minIDEntropyBits = 40
+
+// checkInstanceID refuses ids that are short, break OTEL_RESOURCE_ATTRIBUTES
+// (a comma, an equals sign, a percent sign, a quote or a blank) or are
+// obviously patterned: a character repeated or a constant step between
+// neighbours for more than half the id (aaaa…, 0123…), a shorter block
+// repeated over more than half of it (abcdabcd…, agentagent…), or under minIDEntropyBits by the id's own character
+// frequencies. No check tells a random id from a guessable one; these
+// catch the ids a person types.
+func checkInstanceID(id string) error {
+	if len(id) < minInstanceIDLen {
+		return fmt.Errorf("instance id: at least %d characters: kills are accepted for this id alone, so it must not be guessable", minInstanceIDLen)
+	}
+	if len(id) > 256 {
+		return errors.New("instance id: at most 256 characters")
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c <= ' ' || c >= 0x7f || strings.IndexByte(`,=%;"\`, c) >= 0 {
+			return fmt.Errorf("instance id: only printable ASCII without blanks or any of , = %% ; \" \\ (it goes into OTEL_RESOURCE_ATTRIBUTES)")
+		}
+	}
+	steps := map[byte]int{}
+	most := 0
+	for i := 1; i < len(id); i++ {
+		d := id[i] - id[i-1]
+		steps[d]++
+		most = max(most, steps[d])
+	}
+	if 2*most > len(id)-1 {
+		return errors.New("instance id: patterned (a repeated character or a constant step); use a random one (uuidgen) or leave it to the supervisor")
+	}
+	for p := 1; p <= len(id)/2; p++ {
+		same := 0
+		for i := p; i < len(id); i++ {
+			if id[i] == id[i-p] {
+				same++
+			}
+		}
+		if 2*same > len(id)-p {
+			return errors.New("instance id: a repeated block; use a random one (uuidgen) or leave it to the supervisor")
+		}
+	}
+	var freq [256]int
+	for i := 0; i < len(id); i++ {
+		freq[id[i]]++
+	}
+	bits := 0.0
+	for _, n := range freq {
+		if n > 0 {
+			p := float64(n) / float64(len(id))
+			bits -= float64(n) * math.Log2(p)
+		}
+	}
+	if bits < minIDEntropyBits {
+		return fmt.Errorf("instance id: too little variety (about %.0f bits, want %d); use a random one (uuidgen) or leave it to the supervisor", bits, minIDEntropyBits)
+	}
+	return nil
+}
+
 // newInstanceID is the default instance id: a random (version 4) UUID,
 // 122 bits from crypto/rand.
 func newInstanceID() string { return newUUID() }
@@ -255,7 +357,22 @@ func newUUID() string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
-// agentEnv is base with the supervisor's secrets removed, the instance id
+// secretEnv names the variables the agent must not inherit: the
+// supervisor's secrets, and the collector's kill and alerts signing
+// secrets, digest key and tier-2 token, which the shell that starts the
+// supervisor may also hold (the collector's configs read them). The agent's
+// own OTLP token (LOOP_OTLP_TOKEN, OTEL_EXPORTER_OTLP_HEADERS) stays: it is
+// how the agent reports.
+var secretEnv = map[string]bool{
+	envSecrets:                       true,
+	"LOOPDETECT_WEBHOOK_SECRET":      true,
+	"LOOPDETECT_WEBHOOK_SECRET_NEXT": true,
+	"LOOPDETECT_ALERTS_SECRET":       true,
+	"LOOPDETECT_DIGEST_KEY":          true,
+	"LOOP_TIER2_TOKEN":               true,
+}
+
+// agentEnv is base with the secrets of secretEnv removed, the instance id
 // appended to OTEL_RESOURCE_ATTRIBUTES (replacing any earlier
 // service.instance.id), and the session id set. OTEL_SERVICE_NAME is set only
 // when serviceName is given (--service-name): the variable overrides the
@@ -267,8 +384,11 @@ func agentEnv(base []string, id, serviceName string) []string {
 	resAttrs := ""
 	for _, kv := range base {
 		k, v, _ := strings.Cut(kv, "=")
+		if secretEnv[k] {
+			continue
+		}
 		switch k {
-		case envSecrets, envSessionID, envHookURL, envHookToken:
+		case envSessionID, envHookURL, envHookToken:
 			continue
 		case "OTEL_RESOURCE_ATTRIBUTES":
 			resAttrs = v
@@ -425,15 +545,31 @@ type supervisor struct {
 	book *hookBook
 }
 
+// reply is the body of every answer. It carries nothing about the agent:
+// answers go to whoever asks, signed or not, and the instance id is the
+// capability a kill is matched on (docs/security.md).
 type reply struct {
-	Result  string `json:"result"`
-	Session string `json:"session,omitempty"`
-	Error   string `json:"error,omitempty"`
+	Result string `json:"result"`
+	Error  string `json:"error,omitempty"`
+	// webhookID is the verified request's webhook-id; a 410 answer is
+	// signed over it (see answer).
+	webhookID string
 }
 
 func (s *supervisor) answer(w http.ResponseWriter, code int, r reply) {
-	r.Session = s.sessionID
 	w.Header().Set("Content-Type", "application/json")
+	if code == http.StatusGone && r.webhookID != "" {
+		// alert_sink switches a destination off on a 410 only when it is
+		// signed with the kill secret (stdwebhook.VerifyGone), so a process
+		// squatting on the port cannot; an unsigned 410 is retried. The
+		// reference supervisor never retires its destination
+		// (docs/webhook.md); should it ever, the 410 to a verified request
+		// is signed here.
+		ts := time.Now().Unix()
+		w.Header().Set(stdwebhook.HeaderID, r.webhookID)
+		w.Header().Set(stdwebhook.HeaderTimestamp, strconv.FormatInt(ts, 10))
+		w.Header().Set(stdwebhook.HeaderSignature, stdwebhook.SignGone(s.verifier.Keys, r.webhookID, ts))
+	}
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(r)
 }
@@ -623,7 +759,8 @@ func (s *supervisor) finish(r result) {
 	line, _ := json.Marshal(r)
 	line = append(line, '\n')
 	if s.opt.resultFile != "" {
-		f, err := os.OpenFile(s.opt.resultFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		// 0600: the line holds the instance id, the kill capability.
+		f, err := os.OpenFile(s.opt.resultFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err == nil {
 			_, err = f.Write(line)
 			_ = f.Sync()

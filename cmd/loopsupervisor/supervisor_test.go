@@ -105,7 +105,7 @@ func start(t *testing.T, script string, extra ...string) *harness {
 	h.result = filepath.Join(h.dir, "result.jsonl")
 	args := append([]string{
 		"--listen", "127.0.0.1:0", "--addr-file", filepath.Join(h.dir, "addr"),
-		"--secret-file", secrets, "--result-file", h.result, "--instance-id", "inst-" + strings.ReplaceAll(t.Name(), "/", "-"),
+		"--secret-file", secrets, "--result-file", h.result, "--instance-id-file", idFile(t, "inst-"+strings.ReplaceAll(t.Name(), "/", "-")),
 	}, extra...)
 	args = append(args, "--", "/bin/sh", "-c", script, "agent", h.dir)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -366,9 +366,9 @@ func TestShortInstanceIDIsRefused(t *testing.T) {
 	secrets := filepath.Join(t.TempDir(), "secrets")
 	require.NoError(t, os.WriteFile(secrets, []byte(testSecret+"\n"), 0o600))
 	var stderr bytes.Buffer
-	code := run(context.Background(), []string{"--secret-file", secrets, "--listen", "127.0.0.1:0", "--instance-id", "agent-1", "--", "true"}, io.Discard, &stderr)
+	code := run(context.Background(), []string{"--secret-file", secrets, "--listen", "127.0.0.1:0", "--instance-id-file", idFile(t, "agent-1"), "--", "true"}, io.Discard, &stderr)
 	assert.Equal(t, exitUsage, code)
-	assert.Contains(t, stderr.String(), "--instance-id")
+	assert.Contains(t, stderr.String(), "--instance-id-file")
 }
 
 func TestAgentExitsByItself(t *testing.T) {

@@ -60,7 +60,15 @@ type receiver struct {
 	shown    string
 	client   *http.Client
 	disabled atomic.Bool
+	// goneKeys verify a 410 answer (stdwebhook.VerifyGone): only a
+	// receiver holding the destination's secret may switch it off. Empty
+	// for unsigned destinations, whose 410s are retried like a 503.
+	goneKeys [][]byte
 }
+
+// goneTolerance is the accepted distance of a signed 410's
+// webhook-timestamp from now, the same window receivers apply to requests.
+const goneTolerance = 5 * time.Minute
 
 // signedWebhook is a Standard Webhooks receiver (the supervisor's kill
 // endpoint, a team's alert webhook).
@@ -174,7 +182,7 @@ func toSet(xs []string) map[string]bool {
 }
 
 func (s *alertSink) start(ctx context.Context, host component.Host) error {
-	add := func(name, endpoint string, hc *confighttp.ClientConfig, dest destination) error {
+	add := func(name, endpoint string, hc *confighttp.ClientConfig, dest destination, keys [][]byte) error {
 		client, err := hc.ToClient(ctx, host.GetExtensions(), s.set)
 		if err != nil {
 			return fmt.Errorf("%s: creating HTTP client: %w", name, err)
@@ -182,7 +190,7 @@ func (s *alertSink) start(ctx context.Context, host component.Host) error {
 		// A webhook is never re-sent to another place: a redirect is an
 		// answer, counted and not followed.
 		client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-		s.dests[name] = &receiver{name: name, dest: dest, shown: endpointForLogs(endpoint), client: client}
+		s.dests[name] = &receiver{name: name, dest: dest, shown: endpointForLogs(endpoint), client: client, goneKeys: keys}
 		return nil
 	}
 	addWebhook := func(name string, dc *DestinationConfig) error {
@@ -197,7 +205,7 @@ func (s *alertSink) start(ctx context.Context, host component.Host) error {
 			}
 			w.keys = append(w.keys, k)
 		}
-		return add(name, dc.Endpoint, &dc.ClientConfig, w)
+		return add(name, dc.Endpoint, &dc.ClientConfig, w, w.keys)
 	}
 	if err := addWebhook(alert.DestKill, &s.cfg.Kill.DestinationConfig); err != nil {
 		return err
@@ -210,7 +218,7 @@ func (s *alertSink) start(ctx context.Context, host component.Host) error {
 		if err != nil {
 			return fmt.Errorf("alertmanager.endpoint: %w", err)
 		}
-		if err := add(alert.DestAlertmanager, am.Endpoint, &am.ClientConfig, api); err != nil {
+		if err := add(alert.DestAlertmanager, am.Endpoint, &am.ClientConfig, api, nil); err != nil {
 			return err
 		}
 		if am.UncertainAfter > 0 && s.policy.Alertmanager.States["uncertain"] {
@@ -486,12 +494,19 @@ func (s *alertSink) deliver(ctx context.Context, r *alert.Record) error {
 		s.logger.Debug("alert_sink: webhook delivered", zap.String("destination", r.Dest),
 			zap.String("webhook_id", r.WebhookID), zap.Int("status", resp.StatusCode))
 		return nil
+	case resp.StatusCode == http.StatusGone && !stdwebhook.VerifyGone(d.goneKeys, r.WebhookID, resp.Header, now, goneTolerance):
+		// Anyone who binds the port for a moment could answer 410: without
+		// the destination's signature it is a failed delivery, retried.
+		s.count(ctx, r.Dest, code, resultRetry)
+		s.logger.Warn("alert_sink: receiver answered 410 Gone without a valid signature; not disabling the destination, retrying",
+			zap.String("destination", r.Dest), zap.String("endpoint", d.shown), zap.String("webhook_id", r.WebhookID))
+		return &retryableError{dest: r.Dest, url: d.shown, id: r.WebhookID, code: "HTTP 410 (unsigned)"}
 	case resp.StatusCode == http.StatusGone:
 		s.count(ctx, r.Dest, code, resultDisabled)
 		s.dropped(ctx, r.Dest, "disabled")
 		if d.disabled.CompareAndSwap(false, true) {
 			s.telemetry.AlertsinkEndpointsDisabled.Add(ctx, 1, metric.WithAttributes(attribute.String("destination", r.Dest)))
-			s.logger.Error("alert_sink: receiver answered 410 Gone; destination disabled until restart, its records are dropped",
+			s.logger.Error("alert_sink: receiver answered a signed 410 Gone; destination disabled until restart, its records are dropped",
 				zap.String("destination", r.Dest), zap.String("endpoint", d.shown), zap.String("webhook_id", r.WebhookID))
 		}
 		return nil

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/otelcol-loop/otelcol-loop/exporter/alertsink/internal/metadatatest"
+	"github.com/otelcol-loop/otelcol-loop/internal/stdwebhook"
 )
 
 const requestsMetric = "otelcol_alertsink_webhook_requests"
@@ -45,7 +46,22 @@ func TestStatusMatrix(t *testing.T) {
 		{name: "401", first: status(401), code: "401", result: resultRejected},
 		{name: "404", first: status(404), code: "404", result: resultRejected},
 		{name: "408", first: status(408), code: "408", retried: true, result: resultRetry},
-		{name: "410", first: status(410), code: "410", result: resultDisabled},
+		// A 410 switches the destination off only when signed with its
+		// secret; anything else (a stranger on the port) is retried.
+		{name: "410-unsigned", first: status(410), code: "410", retried: true, result: resultRetry},
+		{name: "410-signed", first: gone(testSecret, 0), code: "410", result: resultDisabled},
+		{name: "410-wrong-key", first: gone(testSecret2, 0), code: "410", retried: true, result: resultRetry},
+		{name: "410-stale", first: gone(testSecret, -6*time.Minute), code: "410", retried: true, result: resultRetry},
+		{name: "410-other-id", first: func(w http.ResponseWriter, r *http.Request) {
+			r.Header.Set(stdwebhook.HeaderID, "ld_someone_else.kill")
+			gone(testSecret, 0)(w, r)
+		}, code: "410", retried: true, result: resultRetry},
+		{name: "410-echoed-request-signature", first: func(w http.ResponseWriter, r *http.Request) {
+			for _, h := range []string{stdwebhook.HeaderID, stdwebhook.HeaderTimestamp, stdwebhook.HeaderSignature} {
+				w.Header().Set(h, r.Header.Get(h))
+			}
+			w.WriteHeader(http.StatusGone)
+		}, code: "410", retried: true, result: resultRetry},
 		{name: "425", first: status(425), code: "425", retried: true, result: resultRetry},
 		{name: "429-seconds", first: func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Retry-After", "1")
@@ -138,6 +154,21 @@ func TestStatusMatrix(t *testing.T) {
 		assert.GreaterOrEqual(t, sumCounter(t, tel, requestsMetric,
 			attribute.String("code", "connection_error"), attribute.String("result", resultRetry)), int64(2))
 	})
+}
+
+// gone answers 410 signed with secret, its timestamp skew from now.
+func gone(secret string, skew time.Duration) func(http.ResponseWriter, *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		key, err := stdwebhook.ParseSecret(secret)
+		if err != nil {
+			panic(err)
+		}
+		id, ts := r.Header.Get(stdwebhook.HeaderID), time.Now().Add(skew).Unix()
+		w.Header().Set(stdwebhook.HeaderID, id)
+		w.Header().Set(stdwebhook.HeaderTimestamp, strconv.FormatInt(ts, 10))
+		w.Header().Set(stdwebhook.HeaderSignature, stdwebhook.SignGone([][]byte{key}, id, ts))
+		w.WriteHeader(http.StatusGone)
+	}
 }
 
 func TestRetryAfterParsing(t *testing.T) {

@@ -70,3 +70,45 @@ func TestToolNameFloodIsBounded(t *testing.T) {
 		t.Fatalf("peak RSS %d MiB over %d MiB", peak>>20, floodCeiling>>20)
 	}
 }
+
+// TestFloodBetweenCallsDoesNotHideALoop: between each of the victim's
+// identical calls, a sender opens more fresh one-span sessions than
+// max_sessions holds (102,000 for 100,000 used to evict the victim every
+// time: 0 kills). Fresh sessions now evict their own newest members, never
+// an older session that is still calling, and the loop ends in a kill.
+func TestFloodBetweenCallsDoesNotHideALoop(t *testing.T) {
+	maxSessions, flood := 10_000, 20_000
+	if full() {
+		maxSessions, flood = 100_000, 102_000
+	}
+	dir := t.TempDir()
+	secret := testproc.NewSecret(t)
+	inst := instanceID(t)
+	sup := startSupervisor(t, dir, secret, inst, sleeper, nil)
+	c := startCollector(t, dir, sup.port, secret, maxSessions)
+	victim := traceID(9, 1)
+	res := map[string]any{"service.name": "agent", "service.instance.id": inst}
+	start, sent := time.Now(), 0
+	for i := 0; i < 8 && !sup.Exited(); i++ {
+		c.send(t, spans(call{trace: victim, seq: uint64(i + 1), resource: res}))
+		batch := make([]call, 0, 2000)
+		for n := 0; n < flood; n++ {
+			sent++
+			batch = append(batch, call{trace: traceID(10, uint64(sent)), seq: uint64(1000 + sent), resource: map[string]any{"service.name": "attacker"},
+				tool: "read", args: fmt.Sprintf(`{"n":%d}`, sent)})
+			if len(batch) == cap(batch) || n == flood-1 {
+				c.sendRetrying(t, spans(batch...))
+				batch = batch[:0]
+			}
+		}
+		if tracked := c.metric(t, "otelcol_loopdetect_sessions"); tracked > float64(maxSessions) {
+			t.Fatalf("%v sessions tracked, max_sessions %d", tracked, maxSessions)
+		}
+	}
+	evicted := c.metric(t, "otelcol_loopdetect_evictions", `cause="capacity"`)
+	if code := sup.Wait(t, 30*time.Second); code != 86 {
+		t.Fatalf("supervisor exit %d, want 86: the victim's loop was hidden by %d fresh sessions (%v evicted)", code, sent, evicted)
+	}
+	t.Logf("%d fresh sessions, %d between each of the victim's calls (max_sessions %d): %v evicted, the victim's loop killed after %s",
+		sent, flood, maxSessions, evicted, time.Since(start).Round(time.Second))
+}

@@ -226,14 +226,24 @@ var agentPIDRe = regexp.MustCompile(`agent pid (\d+)`)
 // secrets file, and waits for the agent's pid in its log.
 func startSupervisor(t testing.TB, dir, secret, instance, script string, env []string, extra ...string) *supervisor {
 	t.Helper()
+	return startSupervisorOn(t, dir, testproc.FreePort(t), secret, instance, script, env, extra...)
+}
+
+// startSupervisorOn is startSupervisor listening on a given port.
+func startSupervisorOn(t testing.TB, dir string, port int, secret, instance, script string, env []string, extra ...string) *supervisor {
+	t.Helper()
 	_, bin := binaries(t)
 	secrets := filepath.Join(dir, "supervisor.secrets")
 	if err := os.WriteFile(secrets, []byte(secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := &supervisor{port: testproc.FreePort(t), instance: instance}
+	idFile := filepath.Join(dir, "supervisor.instance-id")
+	if err := os.WriteFile(idFile, []byte(instance+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := &supervisor{port: port, instance: instance}
 	args := append([]string{bin, "--secrets-file", secrets, "--listen", "127.0.0.1:" + strconv.Itoa(s.port),
-		"--instance-id", instance, "--grace", "2s", "--backstop", "5m"}, extra...)
+		"--instance-id-file", idFile, "--grace", "2s", "--backstop", "5m"}, extra...)
 	args = append(args, "--", "/bin/sh", "-c", script)
 	s.Proc = testproc.Start(t, dir, "supervisor", env, "", args...)
 	if !testproc.Eventually(10*time.Second, func() bool {

@@ -3,6 +3,7 @@ package stdwebhook
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -37,4 +38,26 @@ func TestParseSecretErrorsDoNotLeak(t *testing.T) {
 			assert.NotContains(t, err.Error(), s)
 		}
 	}
+}
+
+// A signed 410 verifies only for its webhook-id, key and time window, and
+// a request's own signature (what a port squatter receives) never passes.
+func TestGoneSignature(t *testing.T) {
+	key, err := ParseSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	require.NoError(t, err)
+	other, err := ParseSecret("whsec_" + strings.Repeat("QUJD", 10))
+	require.NoError(t, err)
+	now := time.Unix(1614265330, 0)
+	h := map[string][]string{
+		"Webhook-Id":        {"ld_1.kill"},
+		"Webhook-Timestamp": {"1614265330"},
+		"Webhook-Signature": {SignGone([][]byte{key}, "ld_1.kill", 1614265330)},
+	}
+	assert.True(t, VerifyGone([][]byte{other, key}, "ld_1.kill", h, now, time.Minute))
+	assert.False(t, VerifyGone([][]byte{other}, "ld_1.kill", h, now, time.Minute))
+	assert.False(t, VerifyGone(nil, "ld_1.kill", h, now, time.Minute))
+	assert.False(t, VerifyGone([][]byte{key}, "ld_2.kill", h, now, time.Minute))
+	assert.False(t, VerifyGone([][]byte{key}, "ld_1.kill", h, now.Add(2*time.Minute), time.Minute))
+	h["Webhook-Signature"] = []string{Sign([][]byte{key}, "ld_1.kill", 1614265330, []byte(`{"type":"loop.kill"}`))}
+	assert.False(t, VerifyGone([][]byte{key}, "ld_1.kill", h, now, time.Minute))
 }

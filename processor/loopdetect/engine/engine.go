@@ -3,6 +3,7 @@ package engine
 import (
 	"hash/maphash"
 	"math"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,7 +38,8 @@ type Stats struct {
 	// Sessions is the number of tracked sessions.
 	Sessions atomic.Int64
 	// Evicted counts sessions dropped because MaxSessions was reached (a
-	// global bound: nothing is evicted before it).
+	// global bound: nothing is evicted before it, and Sessions never
+	// passes it).
 	Evicted atomic.Int64
 	// Expired counts sessions dropped after IdleTimeout.
 	Expired atomic.Int64
@@ -120,7 +122,7 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	nowNs := now.UnixNano()
-	s := sh.get(e, key)
+	s := sh.get(e, key, nowNs)
 	s.lastSeen = nowNs
 	if s.firstSeen == 0 {
 		s.firstSeen = nowNs
@@ -249,49 +251,123 @@ func (e *Engine) shardOf(key string) uint64 {
 	return maphash.String(e.shardSeed, key) % numShards
 }
 
-func (sh *shard) get(e *Engine, key string) *session {
+func (sh *shard) get(e *Engine, key string, now int64) *session {
 	if s, ok := sh.sessions[key]; ok {
 		sh.moveToFront(s)
 		return s
 	}
-	if e.stats.Sessions.Load() >= int64(e.cfg.MaxSessions) {
-		e.evictOne(sh)
-	}
+	e.admit(sh, now)
 	// keyHash names the session's events only: hashed once, on creation.
 	s := &session{key: strings.Clone(key), keyHash: xxhash.Sum64String(key)}
 	sh.sessions[s.key] = s
 	sh.pushFront(s)
-	e.stats.Sessions.Add(1)
 	return s
 }
 
-// evictOne makes room at the global bound: the least recently seen session
-// of sh (whose lock the caller holds), else of another shard whose lock is
-// free at once (never waiting, so shard locks cannot deadlock). Only when
-// every other shard is busy does the count pass the bound, by one.
-func (e *Engine) evictOne(sh *shard) {
-	victim := sh
-	if sh.tail == nil {
-		victim = nil
-		for i := range e.shards {
-			o := &e.shards[i]
-			if o == sh || !o.mu.TryLock() {
-				continue
+// admit takes a slot for a new session of sh (whose lock the caller
+// holds): below the global bound it counts one more session; at the bound
+// it evicts one and the evicted session's slot passes to the new one. The
+// count never exceeds MaxSessions, even with every shard admitting at once.
+func (e *Engine) admit(sh *shard, now int64) {
+	limit := int64(e.cfg.MaxSessions)
+	for {
+		n := e.stats.Sessions.Load()
+		if n < limit {
+			if e.stats.Sessions.CompareAndSwap(n, n+1) {
+				return
 			}
-			if o.tail != nil {
-				victim = o
-				defer o.mu.Unlock()
-				break
-			}
-			o.mu.Unlock()
+			continue
 		}
-		if victim == nil {
+		if e.evictOne(sh, now) {
 			return
 		}
+		// Our shard is empty and every other one is busy: their holders
+		// are not waiting on us (a holder with sessions evicts its own), so
+		// one is free again shortly.
+		runtime.Gosched()
 	}
-	victim.remove(victim.tail)
+}
+
+// evictOne makes room at the global bound. A stale session (no call for
+// staleAfter) goes first: sh's least recently seen, else another shard's
+// whose lock is free at once (never waiting, so shard locks cannot
+// deadlock). With none stale, sh gives up its newest session (evictee),
+// or, when sh is empty, another free shard does. It reports false when it
+// found no session to evict.
+func (e *Engine) evictOne(sh *shard, now int64) bool {
+	stale := e.staleAfter()
+	if t := sh.tail; t != nil && now-t.lastSeen >= stale {
+		sh.remove(t)
+		e.stats.Evicted.Add(1)
+		return true
+	}
+	var other *shard
+	for i := range e.shards {
+		o := &e.shards[i]
+		if o == sh || !o.mu.TryLock() {
+			continue
+		}
+		if t := o.tail; t != nil && now-t.lastSeen >= stale {
+			o.remove(t)
+			o.mu.Unlock()
+			if other != nil {
+				other.mu.Unlock()
+			}
+			e.stats.Evicted.Add(1)
+			return true
+		}
+		if other == nil && sh.tail == nil && o.tail != nil {
+			other = o // kept locked: the fallback when sh is empty
+			continue
+		}
+		o.mu.Unlock()
+	}
+	victim := sh
+	if sh.tail == nil {
+		if other == nil {
+			return false
+		}
+		victim = other
+		defer other.mu.Unlock()
+	}
+	victim.remove(victim.evictee())
 	e.stats.Evicted.Add(1)
-	e.stats.Sessions.Add(-1)
+	return true
+}
+
+// evictWindow is how many of a shard's most recently seen sessions
+// eviction chooses among when none is stale.
+const evictWindow = 16
+
+// maxStaleAfter is the longest a session may go without a call and still
+// be spared at the bound (shorter with a shorter idle_timeout).
+const maxStaleAfter = 5 * time.Minute
+
+func (e *Engine) staleAfter() int64 {
+	d := maxStaleAfter
+	if e.cfg.IdleTimeout > 0 {
+		d = min(d, e.cfg.IdleTimeout)
+	}
+	return int64(d)
+}
+
+// evictee is the session a shard gives up at the bound when no session
+// anywhere is stale: the most recently created of its evictWindow most
+// recently seen sessions. So sessions never displace older ones that are
+// still calling: a flood of fresh sessions, however large, evicts its own
+// newest members, and an agent's session that predates the flood and calls
+// at least every staleAfter keeps its history (and its loop is still
+// caught). Only a session created after the flood began can be lost to it.
+func (sh *shard) evictee() *session {
+	best := sh.head
+	n := 0
+	for s := sh.head; s != nil && n < evictWindow; s = s.next {
+		n++
+		if s.firstSeen > best.firstSeen {
+			best = s
+		}
+	}
+	return best
 }
 
 func (sh *shard) pushFront(s *session) {
