@@ -1,0 +1,206 @@
+//go:build unix
+
+package main
+
+// The webhook server: verify, match the target, and hand a kill to run; a
+// warn runs --on-warn and feeds the hook book.
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/otelcol-loop/otelcol-loop/cmd/loopsupervisor/internal/webhook"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/stdwebhook"
+)
+
+type supervisor struct {
+	opt       options
+	log       *log.Logger
+	verifier  webhook.Verifier
+	replay    *webhook.ReplayCache
+	agent     *agent
+	sessionID string
+	hostname  string
+	killing   atomic.Bool
+	killReq   chan webhook.Message
+	stdout    io.Writer
+	// hooks counts running --on-warn commands; run waits for them.
+	hooks sync.WaitGroup
+	// book is what the agent's tool-call hook and the verified warns tell
+	// of its sessions.
+	book *hookBook
+}
+
+// reply is the body of every answer. It carries nothing about the agent:
+// answers go to whoever asks, signed or not, and the instance id is the
+// capability a kill is matched on (docs/security.md).
+type reply struct {
+	Result string `json:"result"`
+	Error  string `json:"error,omitempty"`
+	// webhookID is the verified request's webhook-id; a 410 answer is
+	// signed over it (see answer).
+	webhookID string
+}
+
+func (s *supervisor) answer(w http.ResponseWriter, code int, r reply) {
+	w.Header().Set("Content-Type", "application/json")
+	if code == http.StatusGone && r.webhookID != "" {
+		// alert_sink switches a destination off on a 410 only when it is
+		// signed with the kill secret (stdwebhook.VerifyGone), so a process
+		// squatting on the port cannot; an unsigned 410 is retried. The
+		// reference supervisor never retires its destination
+		// (docs/webhook.md); should it ever, the 410 to a verified request
+		// is signed here.
+		ts := time.Now().Unix()
+		w.Header().Set(stdwebhook.HeaderID, r.webhookID)
+		w.Header().Set(stdwebhook.HeaderTimestamp, strconv.FormatInt(ts, 10))
+		w.Header().Set(stdwebhook.HeaderSignature, stdwebhook.SignGone(s.verifier.Keys, r.webhookID, ts))
+	}
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(r)
+}
+
+func (s *supervisor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		s.answer(w, http.StatusMethodNotAllowed, reply{Result: "rejected", Error: "POST only"})
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, webhook.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			s.answer(w, http.StatusRequestEntityTooLarge, reply{Result: "rejected", Error: "body too large"})
+			return
+		}
+		s.answer(w, http.StatusBadRequest, reply{Result: "rejected", Error: "unreadable body"})
+		return
+	}
+	now := time.Now()
+	msg, err := s.verifier.Verify(r.Header, body, now)
+	if err != nil {
+		code := http.StatusBadRequest
+		if errors.Is(err, webhook.ErrUnauthorized) {
+			code = http.StatusUnauthorized
+		}
+		s.log.Printf("rejected webhook from %s: %v", r.RemoteAddr, err)
+		s.answer(w, code, reply{Result: "rejected", Error: err.Error()})
+		return
+	}
+	if s.replay.Check(msg.WebhookID, now) {
+		s.answer(w, http.StatusOK, reply{Result: "already_handled"})
+		return
+	}
+	if msg.Body.Type == webhook.TypeWarn {
+		s.warn(w, msg, body, now)
+		return
+	}
+	if msg.Body.Type != webhook.TypeKill {
+		s.answer(w, http.StatusOK, reply{Result: "ignored"})
+		return
+	}
+	if !now.Before(msg.Body.ExpiresAt) {
+		s.log.Printf("kill %s expired at %s; not acting", msg.Body.ID, msg.Body.ExpiresAt.Format(time.RFC3339))
+		s.answer(w, http.StatusOK, reply{Result: "expired"})
+		return
+	}
+	if !s.matches(msg.Body.Target) {
+		s.answer(w, http.StatusOK, reply{Result: "not_running"})
+		return
+	}
+	select {
+	case <-s.agent.leaderDone:
+		s.answer(w, http.StatusOK, reply{Result: "not_running"})
+		return
+	default:
+	}
+	if s.killing.Load() {
+		s.answer(w, http.StatusOK, reply{Result: "already_handled"})
+		return
+	}
+	if s.book.hold(msg, now) {
+		s.answer(w, http.StatusOK, reply{Result: "held"})
+		return
+	}
+	if !s.kill(msg) {
+		s.answer(w, http.StatusOK, reply{Result: "already_handled"})
+		return
+	}
+	s.answer(w, http.StatusOK, reply{Result: "killed"})
+}
+
+// kill hands a verified kill to run, once; it reports whether this call
+// was the one.
+func (s *supervisor) kill(msg webhook.Message) bool {
+	if !s.killing.CompareAndSwap(false, true) {
+		return false
+	}
+	s.log.Printf("verified kill %s (%s): stopping agent group %d", msg.Body.ID, msg.Body.Transition.Reason, s.agent.pid)
+	s.killReq <- msg
+	return true
+}
+
+// warn handles the ladder's step before a kill: it runs the --on-warn
+// command, in the background so the webhook is answered at once, with the
+// verdict in its environment. Without --on-warn the warn is only logged.
+func (s *supervisor) warn(w http.ResponseWriter, msg webhook.Message, body []byte, now time.Time) {
+	if !now.Before(msg.Body.ExpiresAt) {
+		s.answer(w, http.StatusOK, reply{Result: "expired"})
+		return
+	}
+	if !s.matches(msg.Body.Target) {
+		s.answer(w, http.StatusOK, reply{Result: "not_running"})
+		return
+	}
+	s.log.Printf("verified warn %s (%s): %s", msg.Body.ID, msg.Body.Transition.Reason, msg.Body.Transition.Explanation)
+	s.book.warn(msg.Body.Session.Key, msg.Body, now)
+	if s.opt.onWarn == "" {
+		s.answer(w, http.StatusOK, reply{Result: "warned"})
+		return
+	}
+	env := append(agentEnv(os.Environ(), s.sessionID, "loopsupervisor-hook"),
+		envVerdict+"="+string(body),
+		envNudge+"="+msg.Body.Nudge,
+		envReason+"="+msg.Body.Transition.Reason,
+		envExplanation+"="+msg.Body.Transition.Explanation,
+	)
+	s.hooks.Add(1)
+	go func() {
+		defer s.hooks.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), s.opt.hookTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "/bin/sh", "-c", s.opt.onWarn)
+		cmd.Env = env
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			s.log.Printf("warn hook: %v", err)
+		}
+	}()
+	s.answer(w, http.StatusOK, reply{Result: "warned"})
+}
+
+// matches reports whether a kill's target is our agent. The unguessable
+// service.instance.id we gave it is required: a PID or host name is no
+// secret (a sender can put any process.pid on its spans), so they may only
+// narrow the match, never replace the id.
+func (s *supervisor) matches(t webhook.Target) bool {
+	if t.ServiceInstanceID == "" || subtle.ConstantTimeCompare([]byte(t.ServiceInstanceID), []byte(s.sessionID)) != 1 {
+		return false
+	}
+	if t.PID > 0 && t.PID != int64(s.agent.pid) {
+		return false
+	}
+	return t.HostName == "" || t.HostName == s.hostname
+}
