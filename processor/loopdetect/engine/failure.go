@@ -25,21 +25,34 @@ var DefaultUnknownToolMarkers = []string{
 
 // FailureEvidence is a failed call's normalized evidence.
 type FailureEvidence struct {
-	// Digest is the class and the error text with its volatile parts masked.
+	// Digest is the class, the error text and the failed call's recorded
+	// result, the texts with their volatile parts masked.
 	Digest Digest
 	// UnknownTool is set when the error says the tool does not exist.
 	UnknownTool bool
 }
 
-// Failure normalizes a failed call's evidence: its error class and its
-// error text with the volatile parts — UUIDs, hex digests, long numbers
-// (ids, epoch times), timestamps, durations, numbers named as ids — masked,
-// and the meaningful ones (line numbers, counts) kept. A syntax error that
-// moves from line 10 to line 20 is a new failure; the same failure with a
-// new request id is not.
-func (n *Normalizer) Failure(class, text string) FailureEvidence {
+// Failure normalizes a failed call's evidence: its error class, its error
+// text and the result the failed call recorded, each text with the
+// volatile parts — UUIDs, hex digests, long numbers (ids, epoch times),
+// timestamps, durations, numbers named as ids — masked, and the meaningful
+// ones (line numbers, counts) kept. A syntax error that moves from line 10
+// to line 20 is a new failure; the same failure with a new request id is
+// not. The result counts because many agents (OpenHands among them) put
+// the error in the tool's output while the span says only that it failed:
+// a class and a status text that never change would otherwise make a fix
+// that moves the error look like the same failure. Without an error text
+// the result is the error text.
+func (n *Normalizer) Failure(class, text, result string) FailureEvidence {
+	if text == "" || result == text {
+		text, result = result, ""
+	}
 	text = truncate(text, maxErrorText)
-	ev := FailureEvidence{Digest: failureDigest(truncate(class, maxErrorClass), maskedHash(text))}
+	h := maskedHash(text)
+	if rh := failedResultHash(result); rh != 0 {
+		h = mix(h^rh^tagFailedResult) | 1
+	}
+	ev := FailureEvidence{Digest: failureDigest(truncate(class, maxErrorClass), h)}
 	lc, lt := strings.ToLower(class), strings.ToLower(text)
 	for _, m := range n.unknownTool {
 		if strings.Contains(lc, m) || strings.Contains(lt, m) {
@@ -50,6 +63,9 @@ func (n *Normalizer) Failure(class, text string) FailureEvidence {
 	return ev
 }
 
+// tagFailedResult keeps a failed call's result apart from its error text.
+const tagFailedResult = 0x7fa11ed0e5017002
+
 // failureDigest combines a class and a masked text hash (0: no text).
 func failureDigest(class string, text uint64) Digest {
 	d := mix(xxhash.Sum64String(class) ^ tagFailure)
@@ -59,13 +75,52 @@ func failureDigest(class string, text uint64) Digest {
 	return Digest(d)
 }
 
+// failedResultHash is maskedHash of a failed call's result (0: none). A
+// result longer than an error text is read at both ends, the start naming
+// the command or the file and the end what finally failed (a traceback's
+// last line, a test run's summary): the first and the last half of an
+// error text's length of its masked form. Cutting the masked form, not the
+// raw text, keeps an id of another length from moving the cut.
+func failedResultHash(result string) uint64 {
+	if len(result) <= maxErrorText {
+		return maskedHash(result)
+	}
+	const half = maxErrorText / 2
+	var hb [half]byte
+	head := mask(hb[:0], result[:min(len(result), 4*maxErrorText)], half)
+	// The end is masked from the first space in its last error text's
+	// length: a token boundary, from which the masked text is a suffix of
+	// the whole's.
+	end := result[len(result)-maxErrorText:]
+	if i := strings.IndexAny(end, " \t\n\r"); i >= 0 {
+		end = end[i+1:]
+	}
+	var tb [maxErrorText]byte
+	tail := mask(tb[:0], end, len(tb))
+	tail = tail[max(0, len(tail)-half):]
+	head, tail = bytes.TrimSpace(head), bytes.TrimSpace(tail)
+	if len(head) == 0 && len(tail) == 0 {
+		return 0
+	}
+	return mix(xxhash.Sum64(head)^mix(xxhash.Sum64(tail))) | 1
+}
+
 // maskedHash hashes text with its volatile tokens replaced by one marker;
 // 0 for a text with nothing but whitespace.
 func maskedHash(text string) uint64 {
 	var buf [maxErrorText + 1]byte
-	out := buf[:0]
+	out := bytes.TrimSpace(mask(buf[:0], text, len(buf)))
+	if len(out) == 0 {
+		return 0
+	}
+	return xxhash.Sum64(out) | 1
+}
+
+// mask appends text to out, at most limit bytes in all, with its volatile
+// tokens replaced by '#' and each run of whitespace by one space.
+func mask(out []byte, text string, limit int) []byte {
 	idWord := false // the previous word names an id ("request 42")
-	for i := 0; i < len(text); {
+	for i := 0; i < len(text) && len(out) < limit; {
 		c := text[i]
 		switch {
 		case isAlnum(c):
@@ -78,7 +133,7 @@ func maskedHash(text string) uint64 {
 			if volatileToken(tok, idWord) {
 				out = append(out, '#')
 			} else {
-				out = append(out, tok...)
+				out = append(out, tok[:min(len(tok), limit-len(out))]...)
 			}
 			idWord = namesID(tok)
 			i = j
@@ -92,11 +147,7 @@ func maskedHash(text string) uint64 {
 			i++
 		}
 	}
-	out = bytes.TrimSpace(out)
-	if len(out) == 0 {
-		return 0
-	}
-	return xxhash.Sum64(out) | 1
+	return out
 }
 
 func isAlnum(c byte) bool {
