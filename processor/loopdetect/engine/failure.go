@@ -119,23 +119,25 @@ func maskedHash(text string) uint64 {
 // mask appends text to out, at most limit bytes in all, with its volatile
 // tokens replaced by '#' and each run of whitespace by one space.
 func mask(out []byte, text string, limit int) []byte {
-	idWord := false // the previous word names an id ("request 42")
+	prev := "" // the previous word: a number after an id word is an id ("request 42")
 	for i := 0; i < len(text) && len(out) < limit; {
 		c := text[i]
 		switch {
 		case isAlnum(c):
 			j := i
-			for j < len(text) && (isAlnum(text[j]) || text[j] == '-' || text[j] == ':' || text[j] == '.' || text[j] == '_') {
+			for j < len(text) && (isAlnum(text[j]) || isJoiner(text[j])) {
 				j++
 			}
-			tok := strings.TrimRight(text[i:j], "-:._")
-			j = i + len(tok)
-			if volatileToken(tok, idWord) {
+			for isJoiner(text[j-1]) { // text[i] is alphanumeric
+				j--
+			}
+			tok := text[i:j]
+			if volatileToken(tok, prev) {
 				out = append(out, '#')
 			} else {
 				out = append(out, tok[:min(len(tok), limit-len(out))]...)
 			}
-			idWord = namesID(tok)
+			prev = tok
 			i = j
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
 			if len(out) > 0 && out[len(out)-1] != ' ' {
@@ -150,13 +152,30 @@ func mask(out []byte, text string, limit int) []byte {
 	return out
 }
 
+// isJoiner marks the bytes a token runs over inside (1.5s, 12:00:01,
+// request_id) but does not end with.
+func isJoiner(c byte) bool { return c == '-' || c == ':' || c == '.' || c == '_' }
+
 func isAlnum(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
 // namesID reports a word after which a number is an identifier.
 func namesID(tok string) bool {
-	switch strings.ToLower(tok) {
+	// Lowered into a buffer: strings.ToLower allocated for every word with
+	// a capital, and a tool's output has many. Tokens are ASCII.
+	var b [len("correlation")]byte
+	if len(tok) < 2 || len(tok) > len(b) {
+		return false
+	}
+	for i := 0; i < len(tok); i++ {
+		c := tok[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b[i] = c
+	}
+	switch string(b[:len(tok)]) {
 	case "id", "request", "req", "request_id", "requestid", "trace", "span", "session", "run", "txn", "pid", "port", "attempt", "seq", "nonce", "correlation":
 		return true
 	}
@@ -164,8 +183,8 @@ func namesID(tok string) bool {
 }
 
 // volatileToken reports a token that changes from call to call without
-// changing the failure.
-func volatileToken(tok string, afterIDWord bool) bool {
+// changing the failure; prev is the word before it.
+func volatileToken(tok, prev string) bool {
 	digits, hexLetters, letters, seps := 0, 0, 0, 0
 	for i := 0; i < len(tok); i++ {
 		switch c := tok[i]; {
@@ -183,7 +202,7 @@ func volatileToken(tok string, afterIDWord bool) bool {
 		return false
 	}
 	switch {
-	case afterIDWord:
+	case namesID(prev): // asked only of a token with digits
 		return true
 	case letters == 0 && hexLetters == 0 && seps == 0:
 		return digits >= 6 // ids and epoch times; line numbers and counts are short
