@@ -44,16 +44,24 @@ type FailureEvidence struct {
 // that moves the error look like the same failure. Without an error text
 // the result is the error text.
 func (n *Normalizer) Failure(class, text, result string) FailureEvidence {
-	if text == "" || result == text {
-		text, result = result, ""
+	if result == text {
+		result = ""
 	}
 	text = truncate(text, maxErrorText)
 	h := maskedHash(text)
 	if rh := failedResultHash(result); rh != 0 {
-		h = mix(h^rh^tagFailedResult) | 1
+		if h == 0 {
+			h = rh
+		} else {
+			h = mix(h^rh^tagFailedResult) | 1
+		}
 	}
 	ev := FailureEvidence{Digest: failureDigest(truncate(class, maxErrorClass), h)}
-	lc, lt := strings.ToLower(class), strings.ToLower(text)
+	marked := text // where a "no such tool" message is looked for
+	if marked == "" {
+		marked = truncate(result, maxErrorText)
+	}
+	lc, lt := strings.ToLower(class), strings.ToLower(marked)
 	for _, m := range n.unknownTool {
 		if strings.Contains(lc, m) || strings.Contains(lt, m) {
 			ev.UnknownTool = true
@@ -75,30 +83,35 @@ func failureDigest(class string, text uint64) Digest {
 	return Digest(d)
 }
 
+// maxResultScan bounds how much of a failed call's result is masked from
+// its start.
+const maxResultScan = 4 * maxErrorText
+
 // failedResultHash is maskedHash of a failed call's result (0: none). A
-// result longer than an error text is read at both ends, the start naming
-// the command or the file and the end what finally failed (a traceback's
-// last line, a test run's summary): the first and the last half of an
-// error text's length of its masked form. Cutting the masked form, not the
-// raw text, keeps an id of another length from moving the cut.
+// result whose masked form is longer than an error text is read at both
+// ends, its start naming the command or the file and its end what finally
+// failed (a traceback's last line, a test run's summary): the first and
+// the last half of an error text's length of its masked form. Deciding and
+// cutting by the masked form, not the raw text, keeps an id of another
+// length from moving the cut.
 func failedResultHash(result string) uint64 {
-	if len(result) <= maxErrorText {
-		return maskedHash(result)
+	var buf [maxErrorText + 1]byte
+	all := mask(buf[:0], result[:min(len(result), maxResultScan)], len(buf))
+	if len(all) <= maxErrorText && len(result) <= maxResultScan {
+		return hashMasked(all)
 	}
 	const half = maxErrorText / 2
-	var hb [half]byte
-	head := mask(hb[:0], result[:min(len(result), 4*maxErrorText)], half)
+	head := bytes.TrimSpace(all[:min(len(all), half)])
 	// The end is masked from the first space in its last error text's
 	// length: a token boundary, from which the masked text is a suffix of
 	// the whole's.
-	end := result[len(result)-maxErrorText:]
+	end := result[max(0, len(result)-maxErrorText):]
 	if i := strings.IndexAny(end, " \t\n\r"); i >= 0 {
 		end = end[i+1:]
 	}
 	var tb [maxErrorText]byte
 	tail := mask(tb[:0], end, len(tb))
-	tail = tail[max(0, len(tail)-half):]
-	head, tail = bytes.TrimSpace(head), bytes.TrimSpace(tail)
+	tail = bytes.TrimSpace(tail[max(0, len(tail)-half):])
 	if len(head) == 0 && len(tail) == 0 {
 		return 0
 	}
@@ -109,7 +122,12 @@ func failedResultHash(result string) uint64 {
 // 0 for a text with nothing but whitespace.
 func maskedHash(text string) uint64 {
 	var buf [maxErrorText + 1]byte
-	out := bytes.TrimSpace(mask(buf[:0], text, len(buf)))
+	return hashMasked(mask(buf[:0], text, len(buf)))
+}
+
+// hashMasked hashes a masked text; 0 for nothing but whitespace.
+func hashMasked(out []byte) uint64 {
+	out = bytes.TrimSpace(out)
 	if len(out) == 0 {
 		return 0
 	}

@@ -80,6 +80,12 @@ func TestFailedCallResultIsEvidenceMaskedAsTheErrorText(t *testing.T) {
 		{"a long result whose volatile parts change is the same failure",
 			"exit 1", long("run 1764504000 started", "done in 1.5s"),
 			"exit 1", long("run 1764504077 started", "done in 250ms"), true},
+		{"a long result without an error text is read at both ends",
+			"", long("Traceback (most recent call last):", "ValueError: bad row 10"),
+			"", long("Traceback (most recent call last):", "ValueError: bad row 20"), false},
+		{"a result made longer than an error text by an id alone is the same failure",
+			"exit 1", strings.Repeat("x ", 240) + "job 42 failed (request 7)",
+			"exit 1", strings.Repeat("x ", 240) + "job 42 failed (request 123e4567-e89b-12d3-a456-426614174000)", true},
 		{"a long result whose last id changes length is the same failure",
 			"exit 1", long("started", "") + "job 123e4567-e89b-12d3-a456-426614174000 failed",
 			"exit 1", long("started", "") + "job 1764504077 failed", true},
@@ -110,10 +116,15 @@ func TestUnknownToolIsRecognisedFromTheFrameworksMessages(t *testing.T) {
 		{"McpError", "Unknown tool: web_search", true},
 		{"error", "Action 'web_search' don't exist, these are the only available Actions: ...", true},
 		{"FileNotFoundError", "no such file 'tool.txt'", false},
+		{"error", "", true}, // the result below is the error text
 		{"rate_limit", "slow down", false},
 	}
 	for _, tt := range tests {
-		if got := n.Failure(tt.class, tt.text, "").UnknownTool; got != tt.want {
+		result := ""
+		if tt.text == "" {
+			result = "Unknown tool: web_search"
+		}
+		if got := n.Failure(tt.class, tt.text, result).UnknownTool; got != tt.want {
 			t.Errorf("Failure(%q, %q).UnknownTool = %v, want %v", tt.class, tt.text, got, tt.want)
 		}
 	}
