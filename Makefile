@@ -174,6 +174,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzCanonicalMatchesReencoding -fuzztime $(FUZZTIME) ./processor/loopdetect/engine/
 	$(GO) test -run '^$$' -fuzz FuzzCanonicalMatchesReference -fuzztime $(FUZZTIME) ./processor/loopdetect/engine/
 	$(GO) test -run '^$$' -fuzz FuzzLongValueMatchesReference -fuzztime $(FUZZTIME) ./processor/loopdetect/engine/
+	$(GO) test -run '^$$' -fuzz FuzzMaskedHashMatchesReference -fuzztime $(FUZZTIME) ./processor/loopdetect/engine/
 	$(GO) test -run '^$$' -fuzz FuzzVerifyAndParse -fuzztime $(FUZZTIME) ./cmd/loopsupervisor/internal/webhook/
 
 # The whole story on this machine, loopback only: otelcol-loop (config/demo.yaml),

@@ -93,7 +93,7 @@ type NormalizerConfig struct {
 	// trace/span ids, tool_call_id, run_id, langgraph_*, checkpoint_*.
 	VolatileArgKeys []string `mapstructure:"volatile_arg_keys"`
 	// VolatileResultKeys are dropped from results in addition. Default:
-	// pid, session ids, durations, message ids, timestamps.
+	// pid, session ids, durations, message ids, timestamps, receipts.
 	VolatileResultKeys []string `mapstructure:"volatile_result_keys"`
 	// ToolOverrides keeps or drops extra keys per tool name.
 	ToolOverrides map[string]engine.KeyOverride `mapstructure:"tool_overrides"`

@@ -153,9 +153,10 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 		if e.isRetryable(class) {
 			rec.flags |= fRetryable
 		}
-		// A failure's evidence is its class, plus the error text when the
-		// caller normalized it (Normalizer.Failure): raw error texts carry
-		// request ids and times that would otherwise read as progress.
+		// A failure's evidence is its class, plus the error text and the
+		// result when the caller normalized them (Normalizer.Failure): raw
+		// error texts carry request ids and times that would otherwise read
+		// as progress.
 		if c.FingerprintSource != FingerprintAttribute && c.FingerprintSource != FingerprintError {
 			rec.fp = failureDigest(class, 0)
 			rec.setFPSource(FingerprintError)

@@ -35,6 +35,11 @@ var DefaultVolatileResultKeys = []string{
 	// What OpenClaw strips from repeated results: a per-call working
 	// directory, run ids, receipts of a sent message.
 	"cwd", "receipt_id", "receipt_timestamp", "sent_at", "received_at", "delivered_at",
+	// A receipt object whole, at any depth ({"receipt": {"id": …, "ts":
+	// …}}): its members are the delivery's own ids and times, and a bare
+	// "id" elsewhere (a listed item's) is meaning, so the name that holds
+	// them is the key.
+	"receipt", "receipts",
 }
 
 // DefaultTerminalKeys are result keys whose value tells an async task's state.

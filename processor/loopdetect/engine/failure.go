@@ -25,22 +25,43 @@ var DefaultUnknownToolMarkers = []string{
 
 // FailureEvidence is a failed call's normalized evidence.
 type FailureEvidence struct {
-	// Digest is the class and the error text with its volatile parts masked.
+	// Digest is the class, the error text and the failed call's recorded
+	// result, the texts with their volatile parts masked.
 	Digest Digest
 	// UnknownTool is set when the error says the tool does not exist.
 	UnknownTool bool
 }
 
-// Failure normalizes a failed call's evidence: its error class and its
-// error text with the volatile parts — UUIDs, hex digests, long numbers
-// (ids, epoch times), timestamps, durations, numbers named as ids — masked,
-// and the meaningful ones (line numbers, counts) kept. A syntax error that
-// moves from line 10 to line 20 is a new failure; the same failure with a
-// new request id is not.
-func (n *Normalizer) Failure(class, text string) FailureEvidence {
+// Failure normalizes a failed call's evidence: its error class, its error
+// text and the result the failed call recorded, each text with the
+// volatile parts — UUIDs, hex digests, long numbers (ids, epoch times),
+// timestamps, durations, numbers named as ids — masked, and the meaningful
+// ones (line numbers, counts) kept. A syntax error that moves from line 10
+// to line 20 is a new failure; the same failure with a new request id is
+// not. The result counts because many agents (OpenHands among them) put
+// the error in the tool's output while the span says only that it failed:
+// a class and a status text that never change would otherwise make a fix
+// that moves the error look like the same failure. Without an error text
+// the result is the error text.
+func (n *Normalizer) Failure(class, text, result string) FailureEvidence {
+	if result == text {
+		result = ""
+	}
 	text = truncate(text, maxErrorText)
-	ev := FailureEvidence{Digest: failureDigest(truncate(class, maxErrorClass), maskedHash(text))}
-	lc, lt := strings.ToLower(class), strings.ToLower(text)
+	h := maskedHash(text)
+	if rh := failedResultHash(result); rh != 0 {
+		if h == 0 {
+			h = rh
+		} else {
+			h = mix(h^rh^tagFailedResult) | 1
+		}
+	}
+	ev := FailureEvidence{Digest: failureDigest(truncate(class, maxErrorClass), h)}
+	marked := text // where a "no such tool" message is looked for
+	if marked == "" {
+		marked = truncate(result, maxErrorText)
+	}
+	lc, lt := strings.ToLower(class), strings.ToLower(marked)
 	for _, m := range n.unknownTool {
 		if strings.Contains(lc, m) || strings.Contains(lt, m) {
 			ev.UnknownTool = true
@@ -49,6 +70,9 @@ func (n *Normalizer) Failure(class, text string) FailureEvidence {
 	}
 	return ev
 }
+
+// tagFailedResult keeps a failed call's result apart from its error text.
+const tagFailedResult = 0x7fa11ed0e5017002
 
 // failureDigest combines a class and a masked text hash (0: no text).
 func failureDigest(class string, text uint64) Digest {
@@ -59,28 +83,79 @@ func failureDigest(class string, text uint64) Digest {
 	return Digest(d)
 }
 
+// maxResultScan bounds how much of a failed call's result is masked from
+// its start.
+const maxResultScan = 4 * maxErrorText
+
+// failedResultHash is maskedHash of a failed call's result (0: none). A
+// result whose masked form is longer than an error text is read at both
+// ends, its start naming the command or the file and its end what finally
+// failed (a traceback's last line, a test run's summary): the first and
+// the last half of an error text's length of its masked form. Deciding and
+// cutting by the masked form, not the raw text, keeps an id of another
+// length from moving the cut.
+func failedResultHash(result string) uint64 {
+	var buf [maxErrorText + 1]byte
+	all := mask(buf[:0], result[:min(len(result), maxResultScan)], len(buf))
+	if len(all) <= maxErrorText && len(result) <= maxResultScan {
+		return hashMasked(all)
+	}
+	const half = maxErrorText / 2
+	head := bytes.TrimSpace(all[:min(len(all), half)])
+	// The end is masked from the first space in its last error text's
+	// length: a token boundary, from which the masked text is a suffix of
+	// the whole's.
+	end := result[max(0, len(result)-maxErrorText):]
+	if i := strings.IndexAny(end, " \t\n\r"); i >= 0 {
+		end = end[i+1:]
+	}
+	var tb [maxErrorText]byte
+	tail := mask(tb[:0], end, len(tb))
+	tail = bytes.TrimSpace(tail[max(0, len(tail)-half):])
+	if len(head) == 0 && len(tail) == 0 {
+		return 0
+	}
+	return mix(xxhash.Sum64(head)^mix(xxhash.Sum64(tail))) | 1
+}
+
 // maskedHash hashes text with its volatile tokens replaced by one marker;
 // 0 for a text with nothing but whitespace.
 func maskedHash(text string) uint64 {
 	var buf [maxErrorText + 1]byte
-	out := buf[:0]
-	idWord := false // the previous word names an id ("request 42")
-	for i := 0; i < len(text); {
+	return hashMasked(mask(buf[:0], text, len(buf)))
+}
+
+// hashMasked hashes a masked text; 0 for nothing but whitespace.
+func hashMasked(out []byte) uint64 {
+	out = bytes.TrimSpace(out)
+	if len(out) == 0 {
+		return 0
+	}
+	return xxhash.Sum64(out) | 1
+}
+
+// mask appends text to out, at most limit bytes in all, with its volatile
+// tokens replaced by '#' and each run of whitespace by one space.
+func mask(out []byte, text string, limit int) []byte {
+	prev := "" // the previous word: a number after an id word is an id ("request 42")
+	for i := 0; i < len(text) && len(out) < limit; {
 		c := text[i]
 		switch {
 		case isAlnum(c):
 			j := i
-			for j < len(text) && (isAlnum(text[j]) || text[j] == '-' || text[j] == ':' || text[j] == '.' || text[j] == '_') {
+			for j < len(text) && (isAlnum(text[j]) || isJoiner(text[j])) {
 				j++
 			}
-			tok := strings.TrimRight(text[i:j], "-:._")
-			j = i + len(tok)
-			if volatileToken(tok, idWord) {
+			for isJoiner(text[j-1]) { // text[i] is alphanumeric
+				j--
+			}
+			tok := text[i:j]
+			if volatileToken(tok, prev) {
 				out = append(out, '#')
 			} else {
-				out = append(out, tok...)
+				out = append(out, tok[:min(len(tok), limit-len(out))]...)
 			}
-			idWord = namesID(tok)
+			prev = tok
 			i = j
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
 			if len(out) > 0 && out[len(out)-1] != ' ' {
@@ -92,12 +167,12 @@ func maskedHash(text string) uint64 {
 			i++
 		}
 	}
-	out = bytes.TrimSpace(out)
-	if len(out) == 0 {
-		return 0
-	}
-	return xxhash.Sum64(out) | 1
+	return out
 }
+
+// isJoiner marks the bytes a token runs over inside (1.5s, 12:00:01,
+// request_id) but does not end with.
+func isJoiner(c byte) bool { return c == '-' || c == ':' || c == '.' || c == '_' }
 
 func isAlnum(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
@@ -105,7 +180,20 @@ func isAlnum(c byte) bool {
 
 // namesID reports a word after which a number is an identifier.
 func namesID(tok string) bool {
-	switch strings.ToLower(tok) {
+	// Lowered into a buffer: strings.ToLower allocated for every word with
+	// a capital, and a tool's output has many. Tokens are ASCII.
+	var b [len("correlation")]byte
+	if len(tok) < 2 || len(tok) > len(b) {
+		return false
+	}
+	for i := 0; i < len(tok); i++ {
+		c := tok[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b[i] = c
+	}
+	switch string(b[:len(tok)]) {
 	case "id", "request", "req", "request_id", "requestid", "trace", "span", "session", "run", "txn", "pid", "port", "attempt", "seq", "nonce", "correlation":
 		return true
 	}
@@ -113,8 +201,8 @@ func namesID(tok string) bool {
 }
 
 // volatileToken reports a token that changes from call to call without
-// changing the failure.
-func volatileToken(tok string, afterIDWord bool) bool {
+// changing the failure; prev is the word before it.
+func volatileToken(tok, prev string) bool {
 	digits, hexLetters, letters, seps := 0, 0, 0, 0
 	for i := 0; i < len(tok); i++ {
 		switch c := tok[i]; {
@@ -132,7 +220,7 @@ func volatileToken(tok string, afterIDWord bool) bool {
 		return false
 	}
 	switch {
-	case afterIDWord:
+	case namesID(prev): // asked only of a token with digits
 		return true
 	case letters == 0 && hexLetters == 0 && seps == 0:
 		return digits >= 6 // ids and epoch times; line numbers and counts are short

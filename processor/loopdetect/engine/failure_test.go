@@ -1,6 +1,9 @@
 package engine
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestFailureEvidenceMasksVolatilePartsAndKeepsMeaning(t *testing.T) {
 	n := NewNormalizer(DefaultNormalizerConfig())
@@ -22,17 +25,81 @@ func TestFailureEvidenceMasksVolatilePartsAndKeepsMeaning(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, b := n.Failure("Err", tt.a).Digest, n.Failure("Err", tt.b).Digest
+			a, b := n.Failure("Err", tt.a, "").Digest, n.Failure("Err", tt.b, "").Digest
 			if (a == b) != tt.same {
 				t.Fatalf("same digest = %v, want %v", a == b, tt.same)
 			}
 		})
 	}
-	if n.Failure("A", "x").Digest == n.Failure("B", "x").Digest {
+	if n.Failure("A", "x", "").Digest == n.Failure("B", "x", "").Digest {
 		t.Fatal("the error class must be part of the evidence")
 	}
-	if n.Failure("A", "").Digest != failureDigest("A", 0) {
+	if n.Failure("A", "", "").Digest != failureDigest("A", 0) {
 		t.Fatal("a failure without text is its class alone")
+	}
+}
+
+func TestFailedCallResultIsEvidenceMaskedAsTheErrorText(t *testing.T) {
+	n := NewNormalizer(DefaultNormalizerConfig())
+	long := func(head, tail string) string {
+		return head + "\n" + strings.Repeat("  File \"lib.py\", line 3, in helper\n", 40) + tail
+	}
+	tests := []struct {
+		name           string
+		textA, resultA string
+		textB, resultB string
+		same           bool
+	}{
+		{"a moved error line in the result is a new failure",
+			"tool failed", "SyntaxError: invalid syntax (app.py, line 10)",
+			"tool failed", "SyntaxError: invalid syntax (app.py, line 20)", false},
+		{"a new message in the result is a new failure",
+			"tool failed", "NameError: name 'x' is not defined",
+			"tool failed", "TypeError: unsupported operand", false},
+		{"ids and times in the result are masked",
+			"tool failed", "SyntaxError (line 10) request_id=7f3a19c2e41d8 at 2026-11-30T12:00:01Z",
+			"tool failed", "SyntaxError (line 10) request_id=7f3a29c2e41d8 at 2026-11-30T12:00:07Z", true},
+		{"the same result is the same failure",
+			"tool failed", "SyntaxError (line 10)",
+			"tool failed", "SyntaxError (line 10)", true},
+		{"a result alone is the error text",
+			"", "SyntaxError (line 10)",
+			"SyntaxError (line 10)", "", true},
+		{"a result that repeats the error text adds nothing",
+			"SyntaxError (line 10)", "SyntaxError (line 10)",
+			"SyntaxError (line 10)", "", true},
+		{"the error text still counts beside the result",
+			"exit 1", "same output",
+			"exit 2", "same output", false},
+		{"a long result's last line is read",
+			"exit 1", long("Traceback (most recent call last):", "ValueError: bad row 10"),
+			"exit 1", long("Traceback (most recent call last):", "ValueError: bad row 20"), false},
+		{"a long result's first line is read",
+			"exit 1", long("$ python app.py --step 1", "ValueError: bad row"),
+			"exit 1", long("$ python app.py --step 2", "ValueError: bad row"), false},
+		{"a long result whose volatile parts change is the same failure",
+			"exit 1", long("run 1764504000 started", "done in 1.5s"),
+			"exit 1", long("run 1764504077 started", "done in 250ms"), true},
+		{"a long result without an error text is read at both ends",
+			"", long("Traceback (most recent call last):", "ValueError: bad row 10"),
+			"", long("Traceback (most recent call last):", "ValueError: bad row 20"), false},
+		{"a result made longer than an error text by an id alone is the same failure",
+			"exit 1", strings.Repeat("x ", 240) + "job 42 failed (request 7)",
+			"exit 1", strings.Repeat("x ", 240) + "job 42 failed (request 123e4567-e89b-12d3-a456-426614174000)", true},
+		{"a long result whose last id changes length is the same failure",
+			"exit 1", long("started", "") + "job 123e4567-e89b-12d3-a456-426614174000 failed",
+			"exit 1", long("started", "") + "job 1764504077 failed", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := n.Failure("Err", tt.textA, tt.resultA).Digest, n.Failure("Err", tt.textB, tt.resultB).Digest
+			if (a == b) != tt.same {
+				t.Fatalf("same digest = %v, want %v", a == b, tt.same)
+			}
+		})
+	}
+	if n.Failure("Err", "failed", "SyntaxError (line 10)").Digest == n.Failure("Err", "failed", "").Digest {
+		t.Fatal("a recorded result must be part of the evidence")
 	}
 }
 
@@ -49,10 +116,15 @@ func TestUnknownToolIsRecognisedFromTheFrameworksMessages(t *testing.T) {
 		{"McpError", "Unknown tool: web_search", true},
 		{"error", "Action 'web_search' don't exist, these are the only available Actions: ...", true},
 		{"FileNotFoundError", "no such file 'tool.txt'", false},
+		{"error", "", true}, // the result below is the error text
 		{"rate_limit", "slow down", false},
 	}
 	for _, tt := range tests {
-		if got := n.Failure(tt.class, tt.text).UnknownTool; got != tt.want {
+		result := ""
+		if tt.text == "" {
+			result = "Unknown tool: web_search"
+		}
+		if got := n.Failure(tt.class, tt.text, result).UnknownTool; got != tt.want {
 			t.Errorf("Failure(%q, %q).UnknownTool = %v, want %v", tt.class, tt.text, got, tt.want)
 		}
 	}

@@ -11,7 +11,8 @@ import (
 // 1,972-call incident, where the same bash call returned the same answer
 // for five hours. It needs no result, so it also holds for agents that
 // record none, and catches alternating loops. A new action or a new result
-// between the identical calls (a fix-and-test cycle) is progress.
+// between the identical calls (a fix-and-test cycle) is progress, unless
+// the new action is the first pass of the cycle being counted (firstPass).
 type frequentIdenticalRule struct{}
 
 func (frequentIdenticalRule) evaluate(w *window, v *verdict) bool {
@@ -62,23 +63,51 @@ func (e *Engine) frequent(h []record, lowConf bool, window int) (count, first in
 }
 
 // stallRun counts the occurrences of h[last].sig from last back to lo. A
-// novel call between two occurrences ends the run; a novel occurrence
-// starts it.
+// novel call between two occurrences ends the run, unless it is the first
+// pass of a cycle (firstPass); a novel occurrence starts it.
 func stallRun(h []record, last, lo int) (count, first int) {
 	sig := h[last].sig
-	broken := false
+	// passed has a bit for each signature passed between the occurrences:
+	// the filter before firstPass's scans.
+	var passed uint64
 	for k := last; k >= lo; k-- {
-		if h[k].sig != sig {
-			broken = broken || h[k].has(fNovel)
+		r := &h[k]
+		if r.sig != sig {
+			if r.has(fNovel) && (passed&sigBit(r.sig) == 0 || !firstPass(h, k, last)) {
+				break // nothing after it can add to the run
+			}
+			passed |= sigBit(r.sig)
 			continue
 		}
-		if broken {
-			break
-		}
 		count, first = count+1, k
-		if h[k].has(fNovel) {
+		if r.has(fNovel) {
 			break
 		}
 	}
 	return count, first
+}
+
+func sigBit(d Digest) uint64 { return 1 << (uint64(d) & 63) }
+
+// firstPass reports that the novel call h[k] is the first pass of the
+// cycle a run counts, not progress: its action is new (no earlier call of
+// its signature) and comes again before last, where the run's scan passed
+// it as nothing new. In A-B-A-B the first B is new, yet the A before it
+// belongs to the loop; the new edits of a fix-and-test cycle never come
+// again, and a new result is progress.
+func firstPass(h []record, k, last int) bool {
+	sig := h[k].sig
+	again := false
+	for j := k + 1; j < last && !again; j++ {
+		again = h[j].sig == sig
+	}
+	if !again {
+		return false
+	}
+	for j := 0; j < k; j++ {
+		if h[j].sig == sig {
+			return false
+		}
+	}
+	return true
 }

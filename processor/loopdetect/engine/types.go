@@ -118,7 +118,9 @@ const (
 	FingerprintAttribute
 	// FingerprintResult: the digest of the normalized tool result.
 	FingerprintResult
-	// FingerprintError: a failed call without result: its error class.
+	// FingerprintError: a failed call: its error class, with its error
+	// text and its result masked when the caller normalized them
+	// (Normalizer.Failure).
 	FingerprintError
 )
 

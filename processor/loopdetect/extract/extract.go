@@ -363,7 +363,13 @@ func extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall, declare
 	if hasFP && fp.Text() != "" {
 		c.Fingerprint, c.FingerprintSource = engine.Digest(xxhash.Sum64String(fp.Text())), engine.FingerprintAttribute
 	} else if c.Failed {
-		f := x.norm.Failure(c.ErrorClass, errText)
+		// The result of a failed call is evidence too: many agents put the
+		// error in the tool's output and only "failed" in the status.
+		var failedResult string
+		if resultOK {
+			failedResult = result
+		}
+		f := x.norm.Failure(c.ErrorClass, errText, failedResult)
 		c.Fingerprint, c.FingerprintSource, c.UnknownTool = f.Digest, engine.FingerprintError, f.UnknownTool
 	} else if resultOK {
 		var r engine.ResultFingerprint
@@ -533,8 +539,8 @@ func unwrapResult(result string) string {
 }
 
 // failure reports whether the call failed, its error class and its error
-// text (the exception message, else the status description, else the
-// result), which the normalizer masks into the failure's evidence.
+// text (the exception message, else the status description), which the
+// normalizer masks, with the call's result, into the failure's evidence.
 func failure[S Span](x *Extractor, a *attrs[S], result string, resultOK bool) (failed bool, class, text string) {
 	s := a.s
 	isErr, desc := s.Status()
@@ -601,8 +607,6 @@ func failure[S Span](x *Extractor, a *attrs[S], result string, resultOK bool) (f
 			desc = rest
 		}
 		text = strings.TrimSpace(desc)
-	case resultOK:
-		text = result
 	}
 	if class == "" {
 		class = "error"

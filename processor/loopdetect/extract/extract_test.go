@@ -406,6 +406,45 @@ func TestExtractSameAction(t *testing.T) {
 	assert.Equal(t, c.Fingerprint, c2.Fingerprint)
 }
 
+// TestFailedCallResultIsFailureEvidence: a failed call's recorded result
+// is part of its failure evidence beside the class and the status text, so
+// an error that moves in the tool's output is a new failure, and one that
+// only changes ids there is the same.
+func TestFailedCallResultIsFailureEvidence(t *testing.T) {
+	x := newExtractor()
+	failed := func(desc, result string) fakeSpan {
+		attrs := map[string]any{
+			"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "apply_edit", "error.type": "SyntaxError",
+			"gen_ai.tool.call.arguments": `{"path": "app.py"}`,
+		}
+		if result != "" {
+			attrs["gen_ai.tool.call.result"] = result
+		}
+		return fakeSpan{name: "execute_tool apply_edit", attrs: attrs, isErr: true, errDesc: desc}
+	}
+	tests := []struct {
+		name string
+		a, b fakeSpan
+		same bool
+	}{
+		{"the error line moves in the result", failed("SyntaxError: tool failed", "invalid syntax (line 10)"), failed("SyntaxError: tool failed", "invalid syntax (line 20)"), false},
+		{"only a request id changes in the result", failed("SyntaxError: tool failed", "invalid syntax (line 10), request 41"), failed("SyntaxError: tool failed", "invalid syntax (line 10), request 97"), true},
+		{"a result without a status text is the error text", failed("", "invalid syntax (line 10)"), failed("", "invalid syntax (line 20)"), false},
+		{"no result: the status text decides", failed("SyntaxError: tool failed", ""), failed("SyntaxError: tool failed", ""), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, ok := run(t, x, tt.a)
+			require.True(t, ok)
+			b, ok := run(t, x, tt.b)
+			require.True(t, ok)
+			require.True(t, a.Failed && b.Failed)
+			assert.Equal(t, engine.FingerprintError, a.FingerprintSource)
+			assert.Equal(t, tt.same, a.Fingerprint == b.Fingerprint, "same fingerprint")
+		})
+	}
+}
+
 func TestClassifyNoAllocForNonToolSpans(t *testing.T) {
 	x := newExtractor()
 	s := fakeSpan{name: "chat gpt-4o", attrs: map[string]any{"gen_ai.operation.name": "chat"}}
