@@ -24,7 +24,8 @@ const (
 	// permissionDecision "deny" with the reason shown to the model.
 	formatClaude hookFormat = "claude"
 	// formatGemini is Gemini CLI's BeforeTool hook: a block is decision
-	// "deny" with the reason.
+	// "deny" with the reason, which the model gets as the call's error
+	// ("Tool execution blocked: <reason>"; Gemini CLI 0.61.0).
 	formatGemini hookFormat = "gemini"
 )
 

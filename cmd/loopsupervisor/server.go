@@ -12,12 +12,14 @@ import (
 	"errors"
 	"io"
 	"log"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/otelcol-loop/otelcol-loop/cmd/loopsupervisor/internal/webhook"
@@ -194,13 +196,25 @@ func (s *supervisor) warn(w http.ResponseWriter, msg webhook.Message, body []byt
 // matches reports whether a kill's target is our agent. The unguessable
 // service.instance.id we gave it is required: a PID or host name is no
 // secret (a sender can put any process.pid on its spans), so they may only
-// narrow the match, never replace the id.
+// narrow the match, never replace the id. The PID may be any process of the
+// agent's group: agents that relaunch themselves (Gemini CLI runs its work
+// in a child node process) or run under a wrapper (npx, sh -c) report a
+// child's PID.
 func (s *supervisor) matches(t webhook.Target) bool {
 	if t.ServiceInstanceID == "" || subtle.ConstantTimeCompare([]byte(t.ServiceInstanceID), []byte(s.sessionID)) != 1 {
 		return false
 	}
-	if t.PID > 0 && t.PID != int64(s.agent.pid) {
+	if t.PID > 0 && t.PID != int64(s.agent.pid) && !inGroup(t.PID, s.agent.pid) {
 		return false
 	}
 	return t.HostName == "" || t.HostName == s.hostname
+}
+
+// inGroup reports whether pid is a live process in process group pgid.
+func inGroup(pid int64, pgid int) bool {
+	if pid <= 1 || pid > math.MaxInt32 {
+		return false
+	}
+	g, err := syscall.Getpgid(int(pid))
+	return err == nil && g == pgid
 }

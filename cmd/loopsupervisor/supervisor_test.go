@@ -352,6 +352,28 @@ func TestPIDOnlyKillIsRefused(t *testing.T) {
 	assert.Equal(t, "SIGTERM", r.Signal, "sleep honours SIGTERM: no SIGKILL needed")
 }
 
+// An agent that relaunches itself (Gemini CLI) reports a child's PID: a
+// kill naming any process of the agent's group matches, one naming a
+// process outside it does not.
+func TestKillNamingAProcessOfTheAgentsGroup(t *testing.T) {
+	h := start(t, stubbornAgent, "--grace", "200ms")
+	h.pids()
+	inst := "inst-" + t.Name()
+	code, res := h.send(killSpec{id: "ld_g_1", pid: int64(os.Getpid()), instance: inst})
+	assert.Equal(t, 200, code)
+	assert.Equal(t, "not_running", res, "the test process is not in the agent's group")
+	assert.True(t, alive(h.agentPID))
+
+	code, res = h.send(killSpec{id: "ld_g_2", pid: int64(h.childPID), instance: inst})
+	require.Equal(t, 200, code)
+	require.Equal(t, "killed", res)
+	exit := <-h.done
+	h.done <- exit
+	assert.Equal(t, exitKilled, exit)
+	assert.False(t, alive(h.agentPID))
+	assert.False(t, alive(h.childPID))
+}
+
 func TestGeneratedInstanceIDsAreUnguessable(t *testing.T) {
 	seen := map[string]bool{}
 	for i := 0; i < 1000; i++ {

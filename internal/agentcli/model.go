@@ -1,7 +1,7 @@
-// Package agentcli runs real agent CLIs (Claude Code) in tests against a
-// scripted model: a loopback server speaking the Anthropic Messages API
-// (JSON and server-sent events) whose answers a Model picks from the
-// conversation so far. The CLI then runs its real tools, hooks and
+// Package agentcli runs real agent CLIs (Claude Code, Gemini CLI) in tests
+// against a scripted model: a loopback server speaking the Anthropic
+// Messages API or the Gemini API (JSON and server-sent events) whose
+// answers a Model picks from the conversation so far. The CLI then runs its real tools, hooks and
 // telemetry; only the model is scripted.
 package agentcli // import "github.com/otelcol-loop/otelcol-loop/internal/agentcli"
 
@@ -87,12 +87,15 @@ func Script(done string, turns ...Turn) Model {
 	})
 }
 
-// Server is a scripted Messages API on loopback.
+// Server is a scripted model API on loopback: the Messages API (Start) or
+// the Gemini API (StartGemini).
 type Server struct {
-	// URL is the base URL to give the CLI (ANTHROPIC_BASE_URL).
+	// URL is the base URL to give the CLI (ANTHROPIC_BASE_URL,
+	// GOOGLE_GEMINI_BASE_URL).
 	URL string
 
 	model Model
+	serve func(*Server, http.ResponseWriter, *http.Request)
 	mu    sync.Mutex
 	log   []Exchange
 	srv   *http.Server
@@ -105,14 +108,19 @@ type Exchange struct {
 	Turn         Turn
 }
 
-// Start serves model on a free loopback port until the test ends.
+// Start serves model as a Messages API on a free loopback port until the
+// test ends.
 func Start(t testing.TB, model Model) *Server {
+	return start(t, model, (*Server).serveMessages)
+}
+
+func start(t testing.TB, model Model, serve func(*Server, http.ResponseWriter, *http.Request)) *Server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{URL: "http://" + ln.Addr().String(), model: model}
+	s := &Server{URL: "http://" + ln.Addr().String(), model: model, serve: serve}
 	s.srv = &http.Server{Handler: s}
 	go func() { _ = s.srv.Serve(ln) }()
 	t.Cleanup(func() { _ = s.srv.Close() })
@@ -177,7 +185,21 @@ func textOf(raw json.RawMessage) string {
 	return strings.Join(parts, "\n")
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP answers one request of the Server's API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.serve(s, w, r) }
+
+// next asks the model for its turn on conv, logs the exchange and returns
+// the turn with an id for its tool call.
+func (s *Server) next(conv Conversation) (Turn, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	turn := s.model.Next(conv)
+	id := fmt.Sprintf("toolu_%04d", len(s.log))
+	s.log = append(s.log, Exchange{Conversation: conv, Turn: turn})
+	return turn, id
+}
+
+func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/messages") {
 		http.NotFound(w, r)
 		return
@@ -199,12 +221,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(req.Tools) > 0 {
 		// Requests without tools are the CLI's own side questions (titles,
 		// summaries); only the agent's loop is scripted.
-		conv := req.conversation()
-		s.mu.Lock()
-		turn = s.model.Next(conv)
-		id := fmt.Sprintf("toolu_%04d", len(s.log))
-		s.log = append(s.log, Exchange{Conversation: conv, Turn: turn})
-		s.mu.Unlock()
+		var id string
+		turn, id = s.next(req.conversation())
 		if turn.Tool != nil {
 			writeMessage(w, req, turn, id)
 			return

@@ -55,8 +55,8 @@ func startLocalCollector(t *testing.T, dir string, killPort int, secret string) 
 	return c
 }
 
-// claudeRun is one supervised Claude Code run and what came of it.
-type claudeRun struct {
+// agentRun is one supervised agent CLI run and what came of it.
+type agentRun struct {
 	exit      int
 	loopRuns  int // times the loop's command actually ran
 	model     *agentcli.Server
@@ -66,46 +66,71 @@ type claudeRun struct {
 	dir       string
 }
 
-// runClaude runs Claude Code on model under the supervisor. loopFile is
-// where the loop's command records each run of itself.
-func runClaude(t *testing.T, model agentcli.Model, withHook bool, supArgs ...string) claudeRun {
+// agentSetup prepares one agent CLI run in dir: its scripted model, its
+// project (with hook as its tool-call hook when not empty), and returns
+// the model, the project directory, the environment (telemetry to otlp)
+// and the command line.
+type agentSetup func(t *testing.T, dir, hook, otlp string) (model *agentcli.Server, projDir string, env, argv []string)
+
+// runAgent runs an agent CLI under the supervisor, its telemetry going to
+// a collector on config/local.yaml. hookCmd is the supervisor's hook
+// command line after the binary (empty: no hook). The loop's command
+// records each run of itself in the project's loop-runs file.
+func runAgent(t *testing.T, setup agentSetup, hookCmd string, supArgs ...string) agentRun {
 	t.Helper()
-	claude := agentcli.ClaudeBin(t)
 	_, supBin, _ := binaries(t)
 	dir := t.TempDir()
 	secret := testproc.NewSecret(t)
 	killPort := testproc.FreePort(t)
 	col := startLocalCollector(t, dir, killPort, secret)
-	srv := agentcli.Start(t, model)
 	hook := ""
-	if withHook {
-		hook = supBin + " hook"
+	if hookCmd != "" {
+		hook = supBin + " " + hookCmd
 	}
-	proj := agentcli.NewClaudeProject(t, dir, hook)
+	srv, projDir, env, agentArgv := setup(t, dir, hook, fmt.Sprintf("http://127.0.0.1:%d", col.otlpHTTP))
 	secrets := filepath.Join(dir, "loopsupervisor.secrets")
 	if err := os.WriteFile(secrets, []byte(secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	argv := append([]string{supBin, "--listen", "127.0.0.1:" + strconv.Itoa(killPort), "--secrets-file", secrets}, supArgs...)
-	argv = append(append(argv, "--"), agentcli.ClaudeArgs(claude, "Find the open issues of this repository and summarise them.")...)
+	argv = append(append(argv, "--"), agentArgv...)
 	resultPath := filepath.Join(dir, "supervisor.stdout")
-	sup := testproc.StartIn(t, proj.Dir, dir, "supervisor", proj.Env(srv, fmt.Sprintf("http://127.0.0.1:%d", col.otlpHTTP)), resultPath, argv...)
+	sup := testproc.StartIn(t, projDir, dir, "supervisor", env, resultPath, argv...)
 	t.Cleanup(func() {
 		if pid := agentPID(sup.LogText()); pid > 1 && syscall.Kill(-pid, 0) == nil {
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
 		}
 	})
-	r := claudeRun{model: srv, collector: col, dir: dir}
+	r := agentRun{model: srv, collector: col, dir: dir}
 	r.exit = sup.Wait(t, 150*time.Second)
 	r.supLog = sup.LogText()
-	// The agent shares the supervisor's stdout (Claude Code's stream-json);
-	// the result line comes last.
-	out := strings.Split(strings.TrimSpace(readFile(t, resultPath)), "\n")
-	r.result = out[len(out)-1]
-	if b, err := os.ReadFile(filepath.Join(proj.Dir, "loop-runs")); err == nil {
+	// The agent shares the supervisor's stdout (its stream-json and, for
+	// Gemini CLI, its exporters' complaints); the supervisor's result line
+	// is the last that starts with its first field.
+	for _, line := range strings.Split(readFile(t, resultPath), "\n") {
+		if strings.HasPrefix(line, `{"status":`) {
+			r.result = line
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(projDir, "loop-runs")); err == nil {
 		r.loopRuns = strings.Count(string(b), "\n")
 	}
 	return r
+}
+
+// runClaude runs Claude Code on model under the supervisor.
+func runClaude(t *testing.T, model agentcli.Model, withHook bool, supArgs ...string) agentRun {
+	t.Helper()
+	claude := agentcli.ClaudeBin(t)
+	hook := ""
+	if withHook {
+		hook = "hook"
+	}
+	return runAgent(t, func(t *testing.T, dir, hook, otlp string) (*agentcli.Server, string, []string, []string) {
+		srv := agentcli.Start(t, model)
+		proj := agentcli.NewClaudeProject(t, dir, hook)
+		return srv, proj.Dir, proj.Env(srv, otlp), agentcli.ClaudeArgs(claude, "Find the open issues of this repository and summarise them.")
+	}, hook, supArgs...)
 }
 
 func blockedCalls(result string) int {
@@ -116,7 +141,7 @@ func blockedCalls(result string) int {
 	return r.BlockedCalls
 }
 
-func (r claudeRun) String() string {
+func (r agentRun) String() string {
 	return fmt.Sprintf("exit %d, loop ran %d times\nsupervisor+agent log (tail):\n%s\ncollector log (tail):\n%s",
 		r.exit, r.loopRuns, testproc.Tail(r.supLog, 4000), testproc.Tail(r.collector.LogText(), 4000))
 }

@@ -203,6 +203,9 @@ func render(v reflect.Value) string {
 		return s
 	case extract.EventKey:
 		s := "event `" + x.Event + "`: `" + x.Key + "`"
+		if x.Event == "" {
+			s = "span attribute `" + x.Key + "`"
+		}
 		if x.Path != "" {
 			s += " at `" + x.Path + "`"
 		}

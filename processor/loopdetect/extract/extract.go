@@ -427,8 +427,9 @@ func toolName[S Span](x *Extractor, a *attrs[S]) string {
 
 // lookupContent reads arguments or results from span attributes, else from
 // span events (Strands puts them in gen_ai.tool.message / gen_ai.choice, or
-// in gen_ai.client.inference.operation.details messages). Values listed as
-// redacted count as absent.
+// in gen_ai.client.inference.operation.details messages) or a part of a
+// JSON attribute (an EventKey without Event). Values listed as redacted
+// count as absent.
 func lookupContent[S Span](x *Extractor, a *attrs[S], slots *keyList, events []EventKey) (text string, found, truncated bool) {
 	if v, sl, ok := a.firstSlot(slots); ok {
 		if x.slots.mayRedact(sl) && x.redacted(a.t.keys[sl], v) {
@@ -442,6 +443,16 @@ func lookupContent[S Span](x *Extractor, a *attrs[S], slots *keyList, events []E
 	s := a.s
 	n := s.EventCount()
 	for _, ek := range events {
+		if ek.Event == "" {
+			// The span's own attribute, read at Path (Gemini CLI's
+			// gen_ai.input.messages holds the whole request).
+			if v, ok := s.Attr(ek.Key); ok && !v.Truncated {
+				if raw, found := atPath(v.Text(), ek.Path); found {
+					return raw, true, false
+				}
+			}
+			continue
+		}
 		for i := 0; i < n; i++ {
 			if s.EventName(i) != ek.Event {
 				continue

@@ -321,6 +321,36 @@ func TestExtractClientShapes(t *testing.T) {
 			want: want{tool: true, client: "vercel_ai", name: "weather", args: engine.ArgsJSON, fpSrc: engine.FingerprintResult, callID: "call_v1"},
 		},
 		{
+			name: "gemini cli tool_call span with traces enabled",
+			span: fakeSpan{name: "tool_call", attrs: map[string]any{
+				"gen_ai.operation.name": "tool_call", "gen_ai.agent.name": "gemini-cli", "gen_ai.tool.name": "run_shell_command",
+				"gen_ai.tool.call_id": "run_shell_command__1", "gen_ai.conversation.id": "s-1",
+				"gen_ai.input.messages":  `{"callId":"run_shell_command__1","name":"run_shell_command","args":{"command":"gh issue list"},"prompt_id":"s-1"}`,
+				"gen_ai.output.messages": `{"status":"success","response":{"callId":"run_shell_command__1","responseParts":[{"functionResponse":{"id":"run_shell_command__1","name":"run_shell_command","response":{"output":"gh: command not found"}}}]}}`,
+			}},
+			want: want{tool: true, client: "gemini_cli", name: "run_shell_command", args: engine.ArgsJSON, fpSrc: engine.FingerprintMissing, callID: "run_shell_command__1"},
+		},
+		{
+			name: "gemini cli tool_call span without traces: name only",
+			span: fakeSpan{name: "tool_call", attrs: map[string]any{
+				"gen_ai.operation.name": "tool_call", "gen_ai.tool.name": "read_file", "gen_ai.tool.call_id": "read_file__2",
+			}},
+			want: want{tool: true, client: "gemini_cli", name: "read_file", args: engine.ArgsAbsent, fpSrc: engine.FingerprintMissing, callID: "read_file__2"},
+		},
+		{
+			name: "gemini cli tool_call span with a truncated request",
+			span: fakeSpan{name: "tool_call", attrs: map[string]any{
+				"gen_ai.operation.name": "tool_call", "gen_ai.tool.name": "write_file",
+				"gen_ai.input.messages": `{"callId":"write_file__3","name":"write_file","args":{"content":"aaaa...[TRUNCATED: original length 20000]`,
+			}},
+			want: want{tool: true, client: "gemini_cli", name: "write_file", args: engine.ArgsAbsent, fpSrc: engine.FingerprintMissing},
+		},
+		{
+			name: "gemini cli schedule_tool_calls span is no tool call",
+			span: fakeSpan{name: "schedule_tool_calls", attrs: map[string]any{"gen_ai.operation.name": "schedule_tool_calls"}},
+			want: want{tool: false},
+		},
+		{
 			name: "claude code tool_result log event",
 			span: fakeSpan{name: "claude_code.tool_result", attrs: map[string]any{
 				"event.name": "tool_result", "tool_name": "Bash", "success": "false", "tool_use_id": "toolu_1",

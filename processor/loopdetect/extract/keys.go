@@ -71,9 +71,10 @@ func (m NameMatch) matchName(n string) bool {
 	return n == m.Name
 }
 
-// EventKey reads a value from the attribute Key of span events named Event;
-// Path, when set, selects a part of that JSON value: member names and array
-// indexes separated by dots (e.g. "0.parts.0.arguments").
+// EventKey reads a value from the attribute Key of span events named Event,
+// or of the span itself when Event is empty; Path, when set, selects a part
+// of that JSON value: member names and array indexes separated by dots
+// (e.g. "0.parts.0.arguments"). Without Event, Path is required.
 type EventKey struct {
 	Event string `mapstructure:"event"`
 	Key   string `mapstructure:"key"`
@@ -155,6 +156,8 @@ func DefaultKeys() Keys {
 			{Key: "openinference.span.kind", Value: "TOOL", Client: "openinference"},
 			{Key: "traceloop.span.kind", Value: "tool", Client: "traceloop"},
 			{Key: "mcp.method.name", Value: "tools/call", Client: "mcp"},
+			// Gemini CLI's tool_call spans (its own operation name).
+			{Key: "gen_ai.operation.name", Value: "tool_call", Client: "gemini_cli"},
 		},
 		ToolSpanNames: []NameMatch{
 			{Name: "ai.toolCall", Client: "vercel_ai"},
@@ -199,6 +202,11 @@ func DefaultKeys() Keys {
 		ArgumentEvents: []EventKey{
 			{Event: "gen_ai.tool.message", Key: "content"},
 			{Event: "gen_ai.client.inference.operation.details", Key: "gen_ai.input.messages", Path: "0.parts.0.arguments"},
+			// Gemini CLI: the tool call request as JSON, with
+			// GEMINI_TELEMETRY_TRACES_ENABLED. Its results are not read:
+			// the shell tool's output names a new process group every
+			// time, which would read as progress.
+			{Key: "gen_ai.input.messages", Path: "args"},
 		},
 		Result: []string{
 			"gen_ai.tool.call.result", "output.value", "gcp.vertex.agent.tool_response", "ai.toolCall.result",
@@ -217,7 +225,7 @@ func DefaultKeys() Keys {
 			{Key: "input.value", Value: "__REDACTED__"},
 			{Key: "output.value", Value: "__REDACTED__"},
 		},
-		CallID:        []string{"gen_ai.tool.call.id", "tool.id", "ai.toolCall.id", "tool_use_id"},
+		CallID:        []string{"gen_ai.tool.call.id", "tool.id", "ai.toolCall.id", "tool_use_id", "gen_ai.tool.call_id"},
 		IgnoreCallIDs: []string{"unknown", "<not specified>"},
 		ErrorType:     []string{"error.type"},
 		ToolStatus:    []string{"gen_ai.tool.status"},
@@ -294,6 +302,16 @@ func (k Keys) Validate() error {
 	for i, m := range k.ToolSpanNames {
 		if m.Name == "" && m.Prefix == "" {
 			errs = append(errs, fmt.Errorf("tool_span_names[%d]: name or prefix is required", i))
+		}
+	}
+	for _, l := range [...]struct {
+		name string
+		keys []EventKey
+	}{{"argument_events", k.ArgumentEvents}, {"result_events", k.ResultEvents}} {
+		for i, ek := range l.keys {
+			if ek.Key == "" || (ek.Event == "" && ek.Path == "") {
+				errs = append(errs, fmt.Errorf("%s[%d]: key is required, and path when event is empty", l.name, i))
+			}
 		}
 	}
 	return errors.Join(errs...)
