@@ -102,7 +102,7 @@ func runAgent(t *testing.T, setup agentSetup, hookCmd string, supArgs ...string)
 		}
 	})
 	r := agentRun{model: srv, collector: col, dir: dir}
-	r.exit = sup.Wait(t, 150*time.Second)
+	r.exit = sup.Wait(t, 300*time.Second)
 	r.supLog = sup.LogText()
 	// The agent shares the supervisor's stdout (its stream-json and, for
 	// Gemini CLI, its exporters' complaints); the supervisor's result line

@@ -162,6 +162,7 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 			rec.setFPSource(FingerprintError)
 		}
 		cloneIfChanged(&s.extras().errClass, class)
+		cloneIfChanged(&s.x.errText, truncate(c.ErrorText, maxShownError+len("…")))
 	}
 	if c.Terminal {
 		rec.flags |= fTerminal

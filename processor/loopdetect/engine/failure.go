@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -69,6 +70,39 @@ func (n *Normalizer) Failure(class, text, result string) FailureEvidence {
 		}
 	}
 	return ev
+}
+
+// maxShownError bounds the masked error text an explanation quotes: the
+// line that names the failure, not the whole trace.
+const maxShownError = 120
+
+// ShownError is the failure text an explanation quotes: the error text, or
+// else the last non-empty line of the failed call's result, masked as the
+// failure evidence is (ids, digests, times and durations become '#'),
+// whitespace collapsed, cut to maxShownError bytes on a character
+// boundary; "" when there is neither. Nothing is shown that the masking
+// does not keep.
+func (n *Normalizer) ShownError(text, result string) string {
+	src := strings.TrimSpace(text)
+	if src == "" {
+		src = strings.TrimSpace(result)
+		if i := strings.LastIndexByte(src, '\n'); i >= 0 {
+			src = strings.TrimSpace(src[i+1:])
+		}
+	}
+	if src == "" {
+		return ""
+	}
+	var buf [maxShownError + 4]byte
+	out := bytes.TrimSpace(mask(buf[:0], src[:min(len(src), maxErrorText)], len(buf)))
+	if len(out) > maxShownError {
+		out = out[:maxShownError]
+		for len(out) > 0 && !utf8.Valid(out) {
+			out = out[:len(out)-1]
+		}
+		out = append(bytes.TrimSpace(out), "…"...)
+	}
+	return string(out)
 }
 
 // tagFailedResult keeps a failed call's result apart from its error text.

@@ -38,5 +38,7 @@ func (failureStreakRule) explain(b *strings.Builder, w *window, v verdict) {
 		fmt.Fprintf(b, "loop detected: %s called x%d but no such tool exists (%q)", w.sh.names.name(w.s.x.streak.tool), v.count, w.s.errClass())
 		return
 	}
-	fmt.Fprintf(b, "loop detected: %s failed x%d in a row with %q, whatever its arguments", w.sh.names.name(w.s.x.streak.tool), v.count, w.s.errClass())
+	fmt.Fprintf(b, "loop detected: %s failed x%d in a row with %q", w.sh.names.name(w.s.x.streak.tool), v.count, w.s.errClass())
+	w.s.quoteErrText(b)
+	b.WriteString(", whatever its arguments")
 }

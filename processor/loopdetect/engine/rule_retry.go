@@ -126,6 +126,7 @@ func (failedRepetitionRule) explain(b *strings.Builder, w *window, v verdict) {
 	switch v.reason {
 	case ReasonNonRetryableError:
 		fmt.Fprintf(b, "loop detected: %s failed x%d with non-retryable error %q", w.toolName(), v.count, w.s.errClass())
+		w.s.quoteErrText(b)
 	case ReasonBackoffCollapsed:
 		fmt.Fprintf(b, "loop detected: %s retried x%d faster than the backoff policy after %q", w.toolName(), v.count, w.s.errClass())
 	default:

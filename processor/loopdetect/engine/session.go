@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"strings"
 	"time"
 )
@@ -97,8 +98,10 @@ type sessionExtras struct {
 	policy    RetryPolicy
 	hystKey   uint64
 	hystCount int
-	// errClass names the newest failure, for explanations.
+	// errClass and errText name the newest failure, for explanations;
+	// errText is masked (Normalizer.ShownError).
 	errClass string
+	errText  string
 	streak   failureStreak
 }
 
@@ -331,4 +334,13 @@ func (s *session) errClass() string {
 		return ""
 	}
 	return s.x.errClass
+}
+
+// quoteErrText appends `: "<masked error text>"` to an explanation when the
+// newest failure recorded one that says more than its class.
+func (s *session) quoteErrText(b *strings.Builder) {
+	if s.x == nil || s.x.errText == "" || s.x.errText == s.x.errClass {
+		return
+	}
+	fmt.Fprintf(b, ": %q", s.x.errText)
 }

@@ -214,6 +214,9 @@ type ToolCall struct {
 	// Failed is set for an errored call; ErrorClass names the error.
 	Failed     bool
 	ErrorClass string
+	// ErrorText is the failure's text as explanations quote it, masked
+	// (Normalizer.ShownError); "" when none was recorded.
+	ErrorText string
 	// UnknownTool marks a failure because the tool does not exist
 	// (Normalizer.Failure recognises the frameworks' messages).
 	UnknownTool bool

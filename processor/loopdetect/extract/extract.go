@@ -371,6 +371,7 @@ func extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall, declare
 		}
 		f := x.norm.Failure(c.ErrorClass, errText, failedResult)
 		c.Fingerprint, c.FingerprintSource, c.UnknownTool = f.Digest, engine.FingerprintError, f.UnknownTool
+		c.ErrorText = x.norm.ShownError(errText, failedResult)
 	} else if resultOK {
 		var r engine.ResultFingerprint
 		if resultCut {
