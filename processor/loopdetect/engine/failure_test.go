@@ -3,6 +3,9 @@ package engine
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
 )
 
 func TestFailureEvidenceMasksVolatilePartsAndKeepsMeaning(t *testing.T) {
@@ -127,5 +130,26 @@ func TestUnknownToolIsRecognisedFromTheFrameworksMessages(t *testing.T) {
 		if got := n.Failure(tt.class, tt.text, result).UnknownTool; got != tt.want {
 			t.Errorf("Failure(%q, %q).UnknownTool = %v, want %v", tt.class, tt.text, got, tt.want)
 		}
+	}
+}
+
+func TestShownErrorQuotesOnlyWhatTheMaskingKeeps(t *testing.T) {
+	n := NewNormalizer(DefaultNormalizerConfig())
+	long := strings.Repeat("word ", 40)
+	tests := []struct {
+		name, text, result, want string
+	}{
+		{"the error text, ids and times masked", "gh: command not found (request 4242 at 2026-12-01T10:00:00Z)", "", "gh: command not found (request # at #)"},
+		{"line numbers stay", "SyntaxError: invalid syntax (app.py, line 10)", "", "SyntaxError: invalid syntax (app.py, line 10)"},
+		{"without an error text, the result's last line", "", "Traceback (most recent call last):\n  File \"a.py\"\nKeyError: 'user'\n", "KeyError: 'user'"},
+		{"nothing recorded", "", "", ""},
+		{"cut on a character boundary", long + "é", "", strings.TrimSpace(long[:maxShownError]) + "…"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := n.ShownError(tt.text, tt.result)
+			assert.Equal(t, tt.want, got)
+			assert.True(t, utf8.ValidString(got))
+		})
 	}
 }
