@@ -63,7 +63,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	res, err := replay.Run(context.Background(), cfg, in.Batches)
+	res, err := replay.Run(context.Background(), cfg, in.All())
 	if err != nil {
 		fmt.Fprintf(stderr, "loopreplay: %v\n", err)
 		return 2
@@ -104,12 +104,7 @@ func readInput(in *replay.Input, name string, stdin io.Reader) error {
 	if name == "-" {
 		return in.Add(stdin, "stdin")
 	}
-	f, err := os.Open(name)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return in.Add(f, name)
+	return in.AddFile(name)
 }
 
 // loadConfig reads the loop_detect block from a YAML file; a collector
