@@ -1,13 +1,17 @@
 // Command loopreplay runs the loop_detect processor over recorded OTLP JSON
-// traces and logs, offline and in event time, and prints one JSON object
-// per state transition. Use it to audit recorded agent runs and to
-// calibrate thresholds: --summary says what was read and lists every
-// session with its final state and detection delay; --html writes a
-// timeline page of every call.
+// traces and logs, or over agent transcripts (Claude Code session files and
+// stream-json output, each tool call replayed as the log record Claude
+// Code's telemetry sends, with its result), offline and in event time, and
+// prints one JSON object per state transition. Use it to audit past agent
+// sessions and to calibrate thresholds: --summary says what was read and
+// lists every session with its final state, the call it was first stuck at
+// and its detection delay; --html writes a timeline page of every call.
+// Each file's format is found from its content; gzip input is read too.
 //
 //	loopreplay [--config FILE] [--summary] [--html FILE] FILE|- ...
 //
-// Exit status: 0 on success, 2 on unreadable input or configuration.
+// Exit status: 0 on success, 2 on unreadable input (named file:line) or
+// configuration.
 package main
 
 import (
