@@ -186,7 +186,8 @@ func TestAuditPastSessions(t *testing.T) {
 		// Uncompressed, as the CLI writes them, subagents beside.
 		src := filepath.Join(corpusDir, name)
 		require.NoError(t, filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() || filepath.Base(path) == streamFile || !strings.Contains(path, ".jsonl") && !strings.HasSuffix(path, ".meta.json") {
+			transcript := strings.HasSuffix(path, ".jsonl.gz") && filepath.Base(path) != streamFile
+			if err != nil || d.IsDir() || !transcript && !strings.HasSuffix(path, ".meta.json") {
 				return err
 			}
 			rel, _ := filepath.Rel(src, path)
