@@ -1,13 +1,17 @@
 // Command loopreplay runs the loop_detect processor over recorded OTLP JSON
-// traces and logs, offline and in event time, and prints one JSON object
-// per state transition. Use it to audit recorded agent runs and to
-// calibrate thresholds: --summary says what was read and lists every
-// session with its final state and detection delay; --html writes a
-// timeline page of every call.
+// traces and logs, or over agent transcripts (Claude Code session files and
+// stream-json output, each tool call replayed as the log record Claude
+// Code's telemetry sends, with its result), offline and in event time, and
+// prints one JSON object per state transition. Use it to audit past agent
+// sessions and to calibrate thresholds: --summary says what was read and
+// lists every session with its final state, the call it was first stuck at
+// and its detection delay; --html writes a timeline page of every call.
+// Each file's format is found from its content; gzip input is read too.
 //
 //	loopreplay [--config FILE] [--summary] [--html FILE] FILE|- ...
 //
-// Exit status: 0 on success, 2 on unreadable input or configuration.
+// Exit status: 0 on success, 2 on unreadable input (named file:line) or
+// configuration.
 package main
 
 import (
@@ -63,7 +67,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	res, err := replay.Run(context.Background(), cfg, in.Batches)
+	res, err := replay.Run(context.Background(), cfg, in.All())
 	if err != nil {
 		fmt.Fprintf(stderr, "loopreplay: %v\n", err)
 		return 2
@@ -104,12 +108,7 @@ func readInput(in *replay.Input, name string, stdin io.Reader) error {
 	if name == "-" {
 		return in.Add(stdin, "stdin")
 	}
-	f, err := os.Open(name)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return in.Add(f, name)
+	return in.AddFile(name)
 }
 
 // loadConfig reads the loop_detect block from a YAML file; a collector

@@ -55,6 +55,11 @@ type ToolResult struct {
 // in order.
 type Conversation struct {
 	Results []ToolResult
+	// Prompt is the text of the conversation's first user message (its
+	// last text block): a subagent's conversation starts with the prompt
+	// of the Task call that started it, which tells a model whose
+	// conversation it is answering.
+	Prompt string
 }
 
 // Last is the newest result, or the zero value.
@@ -156,7 +161,10 @@ type contentBlock struct {
 // conversation collects the tool results of every user message.
 func (r messagesRequest) conversation() Conversation {
 	var c Conversation
-	for _, m := range r.Messages {
+	for i, m := range r.Messages {
+		if i == 0 && m.Role == "user" {
+			c.Prompt = promptOf(m.Content)
+		}
 		var blocks []contentBlock
 		if m.Role != "user" || json.Unmarshal(m.Content, &blocks) != nil {
 			continue
@@ -168,6 +176,23 @@ func (r messagesRequest) conversation() Conversation {
 		}
 	}
 	return c
+}
+
+// promptOf is a user message's last text: the CLI puts its reminders in
+// text blocks before the prompt.
+func promptOf(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []contentBlock
+	_ = json.Unmarshal(raw, &blocks)
+	for i := len(blocks) - 1; i >= 0; i-- {
+		if blocks[i].Type == "text" {
+			return blocks[i].Text
+		}
+	}
+	return ""
 }
 
 // textOf reads a tool result's content: a string or a list of text blocks.

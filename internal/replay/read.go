@@ -2,10 +2,13 @@ package replay
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -41,7 +44,19 @@ type Batch struct {
 
 // Input is what was read from the recorded files.
 type Input struct {
+	// Batches are the OTLP requests read, in file order; All adds the
+	// tool calls of the agent transcripts read.
 	Batches []Batch
+	// Transcript holds the tool calls read from agent transcripts, in the
+	// order read; All sorts them by start.
+	Transcript []TranscriptCall
+	// Formats counts the files read by format (FormatOTLPJSON,
+	// FormatClaudeSession, FormatClaudeStreamJSON); a session file's
+	// subagent transcripts count as files of their own.
+	Formats map[string]int
+	// SessionFiles names, per transcript session, the first file that held
+	// its calls, so a summary can say where to look.
+	SessionFiles map[string]string
 	// Spans and LogRecords count what the batches hold.
 	Spans, LogRecords int64
 	// OtherSignals counts requests of signals loop_detect does not read
@@ -50,39 +65,148 @@ type Input struct {
 	// VerdictSpans are spans holding an earlier run's timer-driven
 	// verdicts (a recorded collector export): the processor removes them.
 	VerdictSpans int64
+
+	seen map[string]bool
 }
 
 // ReadOTLPJSON reads OTLP JSON export requests, traces and logs alike: the
 // collector file exporter's one request per line, pretty-printed
-// documents, or any mix of the two. Errors name the file and line.
+// documents, or any mix of the two. Errors name the file and line. An
+// agent transcript is read too (see Input.Add).
 func ReadOTLPJSON(r io.Reader, name string) ([]Batch, error) {
 	in, err := Read(r, name)
 	if err != nil {
 		return nil, err
 	}
-	return in.Batches, nil
+	return in.All(), nil
 }
 
 // Read is ReadOTLPJSON with counts of what was read.
 func Read(r io.Reader, name string) (*Input, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
 	in := &Input{}
-	if err := in.add(data, name); err != nil {
+	if err := in.Add(r, name); err != nil {
 		return nil, err
 	}
 	return in, nil
 }
 
-// Add reads one more file into in.
+// All is what a replay feeds the processor: the OTLP requests in the order
+// read, then every transcript call of every file, ordered by start, so
+// sessions read from different files share one event clock.
+func (in *Input) All() []Batch {
+	if len(in.Transcript) == 0 {
+		return in.Batches
+	}
+	calls := append([]TranscriptCall(nil), in.Transcript...)
+	return append(append([]Batch(nil), in.Batches...), transcriptBatches(calls)...)
+}
+
+// Add reads one more file into in, its format found from its content:
+// OTLP JSON, or a Claude Code session transcript or stream-json output,
+// any of them gzip-compressed.
 func (in *Input) Add(r io.Reader, name string) error {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	return in.add(data, name)
+	return in.addFile(data, name, false)
+}
+
+// AddFile reads the file name as Add does. A session transcript's
+// subagent transcripts (<session>/subagents/agent-*.jsonl beside it) are
+// read with it, and a file already read that way is not read again.
+func (in *Input) AddFile(name string) error {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	return in.addFile(data, name, true)
+}
+
+// addFile reads data; onDisk says name is a file, whose subagent
+// transcripts may lie beside it.
+func (in *Input) addFile(data []byte, name string, onDisk bool) error {
+	if in.Formats == nil {
+		in.Formats = map[string]int{}
+	}
+	data, err := gunzip(data, name)
+	if err != nil {
+		return err
+	}
+	if !isTranscript(data) {
+		in.Formats[FormatOTLPJSON]++
+		return in.add(data, name)
+	}
+	if onDisk {
+		if in.seen == nil {
+			in.seen = map[string]bool{}
+		}
+		abs, _ := filepath.Abs(name)
+		if in.seen[abs] {
+			return nil // a subagent transcript already read with its session
+		}
+		in.seen[abs] = true
+	}
+	agent, parent := subagentOf(name)
+	if err := in.addTranscript(data, name, agent, parent); err != nil {
+		return err
+	}
+	if !onDisk {
+		return nil
+	}
+	for _, sub := range subagentFiles(name) {
+		if err := in.AddFile(sub); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (in *Input) addTranscript(data []byte, name, agent, parent string) error {
+	calls, format, err := readTranscript(data, name, agent, parent)
+	if err != nil {
+		return err
+	}
+	in.Formats[format]++
+	if in.SessionFiles == nil {
+		in.SessionFiles = map[string]string{}
+	}
+	for i := range calls {
+		calls[i].order = len(in.Transcript)
+		if _, ok := in.SessionFiles[calls[i].Session]; !ok {
+			in.SessionFiles[calls[i].Session] = name
+		}
+		in.Transcript = append(in.Transcript, calls[i])
+	}
+	return nil
+}
+
+// isTranscript reports whether data's first JSON value is a transcript
+// line; anything else, unreadable input included, is read as OTLP JSON,
+// whose reader names the bad line.
+func isTranscript(data []byte) bool {
+	var first map[string]json.RawMessage
+	if json.NewDecoder(bytes.NewReader(data)).Decode(&first) != nil {
+		return false
+	}
+	return looksLikeTranscript(first)
+}
+
+// gunzip inflates gzip-compressed input (archived transcripts and CI
+// logs); anything else is returned as it is.
+func gunzip(data []byte, name string) ([]byte, error) {
+	if len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
+		return data, nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: gzip: %w", name, err)
+	}
+	return out, nil
 }
 
 func (in *Input) add(data []byte, name string) error {

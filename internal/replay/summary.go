@@ -58,6 +58,11 @@ type SessionSummary struct {
 	Kills        int     `json:"kills"`
 	DelayCalls   int64   `json:"detection_delay_calls,omitempty"`
 	DelaySeconds float64 `json:"detection_delay_seconds,omitempty"`
+	// StuckAtCall is the session's call (1-based) at which it was first
+	// stuck: what an audit of past sessions asks first.
+	StuckAtCall int64 `json:"stuck_at_call,omitempty"`
+	// Transcript is the agent transcript the session was read from.
+	Transcript string `json:"transcript,omitempty"`
 }
 
 // ReadSummary says what the replay read and what the processor made of it.
@@ -66,6 +71,12 @@ type ReadSummary struct {
 	LogRecords int64 `json:"log_records"`
 	// OtherSignalRequests are metrics or profiles requests, not read.
 	OtherSignalRequests int64 `json:"other_signal_requests,omitempty"`
+	// Files counts the files read by format (otlp_json,
+	// claude_code_session, claude_code_stream_json).
+	Files map[string]int `json:"files_by_format,omitempty"`
+	// TranscriptCalls are the tool calls read from agent transcripts,
+	// each replayed as one log record.
+	TranscriptCalls int64 `json:"transcript_tool_calls,omitempty"`
 	// ToolCalls are the spans and records recognised as tool calls, by
 	// client shape.
 	ToolCalls         int64            `json:"tool_calls"`
@@ -100,6 +111,7 @@ func Summarize(cfg *loopdetect.Config, in *Input, res *Result) Summary {
 		Transitions: map[string]int{},
 		Read: ReadSummary{
 			Spans: in.Spans, LogRecords: in.LogRecords, OtherSignalRequests: in.OtherSignals,
+			Files: in.Formats, TranscriptCalls: int64(len(in.Transcript)),
 			ToolCalls: res.Counts.ToolCalls, ToolCallsByClient: map[string]int64{},
 			Degraded: map[string]int64{}, Skipped: map[string]int64{},
 		},
@@ -108,7 +120,7 @@ func Summarize(cfg *loopdetect.Config, in *Input, res *Result) Summary {
 	get := func(key string) *SessionSummary {
 		s, ok := by[key]
 		if !ok {
-			s = &SessionSummary{Session: key, FinalState: "working"}
+			s = &SessionSummary{Session: key, FinalState: "working", Transcript: in.SessionFiles[key]}
 			by[key] = s
 		}
 		return s
@@ -140,6 +152,9 @@ func Summarize(cfg *loopdetect.Config, in *Input, res *Result) Summary {
 		}
 		if e.To == "stuck" && e.From != "stuck" && s.DelayCalls == 0 {
 			s.DelayCalls, s.DelaySeconds = e.DelayCalls, e.DelaySeconds
+		}
+		if e.To == "stuck" && s.StuckAtCall == 0 {
+			s.StuckAtCall = e.CallIndex
 		}
 	}
 	for _, s := range by {
@@ -176,7 +191,18 @@ func Summarize(cfg *loopdetect.Config, in *Input, res *Result) Summary {
 func message(cfg *loopdetect.Config, sum *Summary) string {
 	r := &sum.Read
 	var b strings.Builder
-	fmt.Fprintf(&b, "read %s and %s", plural(r.Spans, "span"), plural(r.LogRecords, "log record"))
+	transcripts := int64(r.Files[FormatClaudeSession] + r.Files[FormatClaudeStreamJSON])
+	if transcripts == 0 || r.Spans+r.LogRecords > 0 {
+		fmt.Fprintf(&b, "read %s and %s", plural(r.Spans, "span"), plural(r.LogRecords, "log record"))
+		if transcripts > 0 {
+			b.WriteString(", and ")
+		}
+	} else {
+		b.WriteString("read ")
+	}
+	if transcripts > 0 {
+		fmt.Fprintf(&b, "%s from %s", plural(r.TranscriptCalls, "tool call"), plural(transcripts, "Claude Code transcript"))
+	}
 	if r.ToolCalls == 0 {
 		b.WriteString("; no tool calls recognised. ")
 		b.WriteString(lookedFor(cfg))

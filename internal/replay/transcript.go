@@ -1,0 +1,354 @@
+package replay
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+)
+
+// Agent transcripts: Claude Code writes every session to
+// ~/.claude/projects/<project>/<session>.jsonl (subagents to
+// <session>/subagents/agent-<id>.jsonl), and `claude -p --output-format
+// stream-json` prints the same messages. Each holds the tool calls with
+// their input and the result the model saw, richer than the telemetry. A
+// replay turns every call into the claude_code.tool_result log record
+// Claude Code's own telemetry exports, with the result added, so the
+// collector's extraction and engine read it: there is no second detector.
+
+// The transcript formats a replay reads (Input.Formats counts files by
+// these names).
+const (
+	FormatOTLPJSON         = "otlp_json"
+	FormatClaudeSession    = "claude_code_session"
+	FormatClaudeStreamJSON = "claude_code_stream_json"
+)
+
+// TranscriptResultKey is the record attribute that carries a transcript
+// call's result text: one of the extractor's default result keys.
+const TranscriptResultKey = "tool_response"
+
+// TranscriptCall is one tool call read from an agent transcript: the
+// model's tool_use and the tool_result that answered it.
+type TranscriptCall struct {
+	// Session is the transcript's session id (its file name when it has
+	// none); subagents share their parent's session, as in the telemetry.
+	Session string
+	// ID is the tool_use id; Parent the id of the Task (Agent) call whose
+	// subagent made the call, empty for the main agent's calls.
+	ID, Parent string
+	// AgentID names the subagent, when the transcript says.
+	AgentID string
+	Tool    string
+	// Input is the tool's input object as the model sent it.
+	Input json.RawMessage
+	// Result is the tool_result's text; HasResult is false when the
+	// transcript ends before the result (an interrupted session).
+	Result    string
+	HasResult bool
+	IsError   bool
+	// Start is the tool_use's timestamp, End the tool_result's.
+	Start, End time.Time
+	// Version is the CLI version that wrote the transcript.
+	Version string
+	// Source is "file:line" of the tool_use.
+	Source string
+	// order breaks ties between calls of equal start: file, then line.
+	order int
+}
+
+// transcriptLine is the part of a transcript line the reader uses: the
+// session file spells the session "sessionId", stream-json "session_id".
+type transcriptLine struct {
+	Type            *string         `json:"type"`
+	SessionID       string          `json:"sessionId"`
+	StreamSessionID string          `json:"session_id"`
+	Timestamp       string          `json:"timestamp"`
+	ParentToolUseID *string         `json:"parent_tool_use_id"`
+	AgentID         string          `json:"agentId"`
+	Version         string          `json:"version"`
+	Message         json.RawMessage `json:"message"`
+}
+
+type transcriptMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type transcriptBlock struct {
+	Type      string          `json:"type"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   *bool           `json:"is_error"`
+	Text      string          `json:"text"`
+}
+
+// subagentMeta is Claude Code's <agent>.meta.json next to a subagent's
+// transcript: the Task call that started it.
+type subagentMeta struct {
+	ToolUseID string `json:"toolUseId"`
+}
+
+// looksLikeTranscript reports whether the first JSON value of a file is a
+// transcript line: an object with a string "type" (OTLP requests have
+// none).
+func looksLikeTranscript(first map[string]json.RawMessage) bool {
+	var t string
+	return json.Unmarshal(first["type"], &t) == nil && t != ""
+}
+
+// transcriptReader collects the calls of one transcript file.
+type transcriptReader struct {
+	name    string
+	calls   []TranscriptCall
+	byID    map[string]int
+	stream  bool
+	clock   time.Time
+	agentID string
+	parent  string
+}
+
+// readTranscript reads one Claude Code transcript (session JSONL or
+// stream-json). agent and parent, when set, are the subagent's id and the
+// Task call that started it (from the file's location and meta file).
+func readTranscript(data []byte, name, agent, parent string) ([]TranscriptCall, string, error) {
+	r := &transcriptReader{name: name, byID: map[string]int{}, agentID: agent, parent: parent}
+	line := 0
+	for len(data) > 0 {
+		line++
+		var text []byte
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			text, data = data[:i], data[i+1:]
+		} else {
+			text, data = data, nil
+		}
+		text = bytes.TrimSpace(text)
+		if len(text) == 0 {
+			continue
+		}
+		if err := r.line(text, line); err != nil {
+			return nil, "", fmt.Errorf("%s:%d: not a Claude Code transcript line: %w", name, line, err)
+		}
+	}
+	format := FormatClaudeSession
+	if r.stream {
+		format = FormatClaudeStreamJSON
+	}
+	return r.calls, format, nil
+}
+
+func (r *transcriptReader) line(text []byte, n int) error {
+	var l transcriptLine
+	if err := json.Unmarshal(text, &l); err != nil {
+		return err
+	}
+	if l.Type == nil {
+		return fmt.Errorf(`no "type"`)
+	}
+	if l.StreamSessionID != "" {
+		r.stream = true
+	}
+	at := r.clock
+	if l.Timestamp != "" {
+		t, err := time.Parse(time.RFC3339Nano, l.Timestamp)
+		if err != nil {
+			return fmt.Errorf("timestamp: %w", err)
+		}
+		at = t
+		r.clock = t
+	}
+	if len(l.Message) == 0 || (*l.Type != "assistant" && *l.Type != "user") {
+		return nil // prompts, attachments, summaries, results: no tool calls
+	}
+	var m transcriptMessage
+	if err := json.Unmarshal(l.Message, &m); err != nil {
+		return fmt.Errorf("message: %w", err)
+	}
+	var blocks []transcriptBlock
+	if len(m.Content) == 0 || m.Content[0] != '[' {
+		return nil // a plain-text message
+	}
+	if err := json.Unmarshal(m.Content, &blocks); err != nil {
+		return fmt.Errorf("message content: %w", err)
+	}
+	session := l.SessionID
+	if session == "" {
+		session = l.StreamSessionID
+	}
+	if session == "" {
+		session = strings.TrimSuffix(filepath.Base(r.name), ".gz")
+		session = strings.TrimSuffix(session, ".jsonl")
+	}
+	parent, agent := r.parent, r.agentID
+	if l.ParentToolUseID != nil && *l.ParentToolUseID != "" {
+		parent = *l.ParentToolUseID
+	}
+	if l.AgentID != "" {
+		agent = l.AgentID
+	}
+	for i := range blocks {
+		b := &blocks[i]
+		switch b.Type {
+		case "tool_use":
+			if b.ID == "" {
+				return fmt.Errorf("tool_use without an id")
+			}
+			if _, seen := r.byID[b.ID]; seen {
+				continue // stream-json repeats a message per content block
+			}
+			if at.IsZero() {
+				// No timestamps (older stream-json): a second per call
+				// keeps the order and gives the timers something to read.
+				at = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+			}
+			if l.Timestamp == "" {
+				at = at.Add(time.Second)
+				r.clock = at
+			}
+			input := b.Input
+			if len(input) == 0 {
+				input = json.RawMessage("{}")
+			}
+			r.byID[b.ID] = len(r.calls)
+			r.calls = append(r.calls, TranscriptCall{
+				Session: session, ID: b.ID, Parent: parent, AgentID: agent, Tool: b.Name,
+				Input: input, Start: at, End: at, Version: l.Version,
+				Source: fmt.Sprintf("%s:%d", r.name, n),
+			})
+		case "tool_result":
+			k, ok := r.byID[b.ToolUseID]
+			if !ok || r.calls[k].HasResult {
+				continue // its call is in an earlier file (a resumed session)
+			}
+			c := &r.calls[k]
+			c.HasResult = true
+			c.Result = resultText(b.Content)
+			c.IsError = b.IsError != nil && *b.IsError
+			if at.After(c.Start) {
+				c.End = at
+			}
+		}
+	}
+	return nil
+}
+
+// resultText is a tool_result's content as the model read it: a string, or
+// text blocks joined by newlines (an image block reads "[image]").
+func resultText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []transcriptBlock
+	if json.Unmarshal(raw, &blocks) != nil {
+		return string(raw)
+	}
+	parts := make([]string, 0, len(blocks))
+	for _, b := range blocks {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		} else {
+			parts = append(parts, "["+b.Type+"]")
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// subagentFiles lists the transcripts of the subagents of the session file
+// name: Claude Code writes them to <session>/subagents/agent-<id>.jsonl.
+func subagentFiles(name string) []string {
+	base := strings.TrimSuffix(strings.TrimSuffix(name, ".gz"), ".jsonl")
+	if base == name {
+		return nil
+	}
+	var files []string
+	for _, pat := range []string{"*.jsonl", "*.jsonl.gz"} {
+		m, _ := filepath.Glob(filepath.Join(base, "subagents", pat))
+		files = append(files, m...)
+	}
+	sort.Strings(files)
+	return files
+}
+
+// subagentOf reads the agent id and the Task call that started it from a
+// subagent transcript's name and its meta file, when there is one.
+func subagentOf(name string) (agent, parent string) {
+	base := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(name), ".gz"), ".jsonl")
+	agent, ok := strings.CutPrefix(base, "agent-")
+	if !ok {
+		return "", ""
+	}
+	dir := filepath.Dir(name)
+	if b, err := os.ReadFile(filepath.Join(dir, base+".meta.json")); err == nil {
+		var m subagentMeta
+		if json.Unmarshal(b, &m) == nil {
+			parent = m.ToolUseID
+		}
+	}
+	return agent, parent
+}
+
+// transcriptBatches renders calls, ordered by start, as Claude Code's
+// claude_code.tool_result log records, one logs request per call so the
+// event clock and its timers move as they did in the session.
+func transcriptBatches(calls []TranscriptCall) []Batch {
+	sort.SliceStable(calls, func(i, j int) bool {
+		if !calls[i].Start.Equal(calls[j].Start) {
+			return calls[i].Start.Before(calls[j].Start)
+		}
+		return calls[i].order < calls[j].order
+	})
+	batches := make([]Batch, 0, len(calls))
+	for i := range calls {
+		batches = append(batches, Batch{Signal: SignalLogs, Logs: transcriptRecord(&calls[i]), Source: calls[i].Source})
+	}
+	return batches
+}
+
+// transcriptRecord is c as Claude Code's telemetry logs it with
+// OTEL_LOG_TOOL_DETAILS=1 (tool_input), plus its result.
+func transcriptRecord(c *TranscriptCall) plog.Logs {
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	res := rl.Resource().Attributes()
+	res.PutStr("service.name", "claude-code")
+	if c.Version != "" {
+		res.PutStr("service.version", c.Version)
+	}
+	sl := rl.ScopeLogs().AppendEmpty()
+	sl.Scope().SetName("github.com/otelcol-loop/otelcol-loop/internal/replay/transcript")
+	lr := sl.LogRecords().AppendEmpty()
+	end := pcommon.NewTimestampFromTime(c.End)
+	lr.SetTimestamp(end)
+	lr.SetObservedTimestamp(end)
+	lr.Body().SetStr("claude_code.tool_result")
+	m := lr.Attributes()
+	m.PutStr("event.name", "tool_result")
+	m.PutStr("session.id", c.Session)
+	m.PutStr("tool_name", c.Tool)
+	m.PutStr("tool_use_id", c.ID)
+	m.PutStr("tool_input", string(c.Input))
+	// duration_ms is how the record's reader finds the call's start.
+	m.PutStr("duration_ms", fmt.Sprint(c.End.Sub(c.Start).Milliseconds()))
+	if c.HasResult {
+		m.PutStr("success", fmt.Sprint(!c.IsError))
+		m.PutStr(TranscriptResultKey, c.Result)
+	}
+	if c.Parent != "" {
+		m.PutStr("parent_tool_use_id", c.Parent)
+	}
+	if c.AgentID != "" {
+		m.PutStr("agent_id", c.AgentID)
+	}
+	return ld
+}
