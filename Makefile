@@ -36,7 +36,7 @@ tools: $(BUILDER) $(GATEWAY_BUILDER) $(BENCHSTAT)
 # mdatagen v0.159.0 is the newest the proxy here serves; it lives in its own
 # tools module so its older collector pins never touch the root module.
 generate:
-	cd internal/tools && for f in $$(cd $(CURDIR) && ls processor/*/metadata.yaml exporter/*/metadata.yaml 2>/dev/null); do \
+	cd internal/tools && for f in $$(cd $(CURDIR) && ls processor/*/metadata.yaml exporter/*/metadata.yaml extension/*/metadata.yaml 2>/dev/null); do \
 		$(GO) tool mdatagen $(CURDIR)/$$f || exit 1; done
 
 build: distribution binaries

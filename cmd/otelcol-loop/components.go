@@ -21,6 +21,7 @@ import (
 	pprofextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension"
 	zpagesextension "go.opentelemetry.io/collector/extension/zpagesextension"
 	bearertokenauthextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/bearertokenauthextension"
+	decodeguard "github.com/otelcol-loop/otelcol-loop/extension/decodeguard"
 	memorylimiterprocessor "go.opentelemetry.io/collector/processor/memorylimiterprocessor"
 	batchprocessor "go.opentelemetry.io/collector/processor/batchprocessor"
 	loopdetect "github.com/otelcol-loop/otelcol-loop/processor/loopdetect"
@@ -53,6 +54,7 @@ func components() (otelcol.Factories, error) {
 		pprofextension.NewFactory(),
 		zpagesextension.NewFactory(),
 		bearertokenauthextension.NewFactory(),
+		decodeguard.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -63,6 +65,7 @@ func components() (otelcol.Factories, error) {
 		pprofextension.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension v0.165.1",
 		zpagesextension.NewFactory().Type(): "go.opentelemetry.io/collector/extension/zpagesextension v0.165.0",
 		bearertokenauthextension.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/bearertokenauthextension v0.165.1",
+		decodeguard.NewFactory().Type(): "github.com/otelcol-loop/otelcol-loop v0.0.0",
 	})
 
 	factories.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](

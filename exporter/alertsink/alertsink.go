@@ -152,6 +152,8 @@ func newAlertSink(cfg *Config, set exporter.Settings) (*alertSink, error) {
 			Alerts:  cfg.Alerts.Endpoint != "",
 			States:  toSet(cfg.Alerts.States),
 			Reasons: toSet(cfg.Alerts.Reasons),
+
+			AlertsInstanceID: cfg.Alerts.IncludeInstanceID,
 		},
 	}
 	if cfg.Alertmanager.Endpoint != "" {

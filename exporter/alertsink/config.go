@@ -110,6 +110,14 @@ type AlertsConfig struct {
 	// Reasons lists the reason codes whose transitions are sent (key
 	// `alerts.reasons`, default: empty, meaning all).
 	Reasons []string `mapstructure:"reasons"`
+
+	// IncludeInstanceID puts the agent's service.instance.id into the
+	// alert body's target (key `alerts.include_instance_id`, default false).
+	// The instance id is what a supervisor kills by: whoever holds it and
+	// can send spans can have that agent killed, and the alert receiver is
+	// not trusted with kills (docs/security.md). Leave it off unless the
+	// alert receiver is inside the same trust domain as the OTLP senders.
+	IncludeInstanceID bool `mapstructure:"include_instance_id"`
 }
 
 // AlertmanagerConfig is the Alertmanager destination: alerts are posted to

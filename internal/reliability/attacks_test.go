@@ -3,6 +3,7 @@
 package reliability
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -20,6 +21,8 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/grpc/codes"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/testproc"
 )
@@ -130,49 +133,143 @@ func TestZeroTraceIDDoesNotMergeSenders(t *testing.T) {
 	}
 }
 
-// deepRequest is OTLP/JSON with one tool span whose arguments are a
-// kvlistValue nested depth levels deep.
-func deepRequest(depth int, trace byte) []byte {
-	var b strings.Builder
+// spanWith is OTLP/JSON with one tool span whose arguments are value
+// (JSON text of an AnyValue), written by write.
+func spanWith(trace byte, write func(b *bytes.Buffer)) []byte {
+	var b bytes.Buffer
 	fmt.Fprintf(&b, `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"agent"}}]},"scopeSpans":[{"spans":[{"traceId":"%02x0000000000000000000000000000aa","spanId":"00000000000000a1","name":"execute_tool bash","startTimeUnixNano":"1","endTimeUnixNano":"2","attributes":[{"key":"gen_ai.operation.name","value":{"stringValue":"execute_tool"}},{"key":"gen_ai.tool.name","value":{"stringValue":"bash"}},{"key":"gen_ai.tool.call.arguments","value":`, trace)
-	for i := 0; i < depth; i++ {
-		b.WriteString(`{"kvlistValue":{"values":[{"key":"a","value":`)
-	}
-	b.WriteString(`{"stringValue":"x"}`)
-	for i := 0; i < depth; i++ {
-		b.WriteString(`}]}}`)
-	}
+	write(&b)
 	b.WriteString(`}]}]}]}]}`)
-	return []byte(b.String())
+	return b.Bytes()
 }
 
-// nestedCeiling is the peak RSS allowed for six concurrent 200,000-deep
-// requests: once 2.57 GB, now the OTLP receiver's own decoding plus a
-// bounded rendering (about 600 MiB measured on 2 cores).
-const nestedCeiling = 1 << 30
+// deepKVList is a kvlistValue nested depth levels deep (9.8 MB at 200,000).
+func deepKVList(depth int) func(*bytes.Buffer) {
+	return func(b *bytes.Buffer) {
+		b.WriteString(strings.Repeat(`{"kvlistValue":{"values":[{"key":"a","value":`, depth))
+		b.WriteString(`{"stringValue":"x"}`)
+		b.WriteString(strings.Repeat(`}]}}`, depth))
+	}
+}
 
-func TestNestedJSONStaysUnderMemoryCeiling(t *testing.T) {
-	dir := t.TempDir()
-	c := startCollector(t, dir, testproc.FreePort(t), testproc.NewSecret(t), 1000)
-	idle := vmHWM(t, c.Cmd.Process.Pid)
-	var wg sync.WaitGroup
-	codes := make([]int, 6)
-	for i := range codes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			codes[i] = c.post(t, deepRequest(200_000, byte(i+1)), token)
-		}()
+// deepArray is an arrayValue nested depth levels deep (19.8 MiB at
+// 740,000).
+func deepArray(depth int) func(*bytes.Buffer) {
+	return func(b *bytes.Buffer) {
+		b.WriteString(strings.Repeat(`{"arrayValue":{"values":[`, depth))
+		b.WriteString(`{"stringValue":"x"}`)
+		b.WriteString(strings.Repeat(`]}}`, depth))
 	}
-	wg.Wait()
-	peak := vmHWM(t, c.Cmd.Process.Pid)
-	t.Logf("peak RSS: %d MiB (idle %d MiB) for six concurrent 200,000-deep requests; HTTP %v; degraded{oversized}=%v",
-		peak>>20, idle>>20, codes, c.metric(t, "otelcol_loopdetect_degraded", `kind="oversized"`))
-	if peak > nestedCeiling {
-		t.Fatalf("peak RSS %d MiB over the %d MiB ceiling", peak>>20, nestedCeiling>>20)
+}
+
+// wideArray is the costliest shape per byte that the depth limit lets
+// through: one arrayValue of empty values ({} is 3 bytes of JSON and a
+// whole pdata value), filling size bytes of request.
+func wideArray(size int) func(*bytes.Buffer) {
+	return func(b *bytes.Buffer) {
+		b.WriteString(`{"arrayValue":{"values":[{}`)
+		b.WriteString(strings.Repeat(`,{}`, (size-b.Len()-16)/3))
+		b.WriteString(`]}}`)
 	}
-	if c.Exited() {
-		t.Fatalf("the collector died; log:\n%s", testproc.Tail(c.LogText(), 3000))
+}
+
+// wideArrayProto is wideArray in protobuf, where an empty value is 2 bytes.
+func wideArrayProto(trace byte, size int) []byte {
+	td := ptrace.NewTraces()
+	s := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	s.SetTraceID(traceID(trace, 1))
+	s.SetName("execute_tool bash")
+	s.Attributes().PutStr("gen_ai.operation.name", "execute_tool")
+	s.Attributes().PutStr("gen_ai.tool.name", "bash")
+	vals := s.Attributes().PutEmptySlice("gen_ai.tool.call.arguments")
+	vals.EnsureCapacity((size - 200) / 2)
+	for range (size - 200) / 2 {
+		vals.AppendEmpty()
+	}
+	b, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// memoryCeiling is the peak RSS allowed for six concurrent worst-case
+// requests of each shape (docs/security.md states what is measured).
+const memoryCeiling = 600 << 20
+
+// maxBody is the receivers' max_request_body_size (and, in MiB,
+// max_recv_msg_size_mib) in the shipped configs and in
+// testdata/collector.yaml; config/ checks the shipped configs against it.
+const maxBody = 2 << 20
+
+// TestWorstCaseRequestsStayUnderMemoryCeiling sends six requests of each
+// shape at once to a fresh collector and reads its peak RSS (VmHWM): deep
+// JSON is refused by decode_guard as soon as it passes max_depth (the rest
+// is never read), a body over max_request_body_size or a gRPC message over
+// max_recv_msg_size_mib is cut off there, and the costliest bodies that are
+// accepted — one flat array of empty values filling the size limit, 3 bytes
+// a value in JSON, 2 in protobuf — are bounded by that limit.
+func TestWorstCaseRequestsStayUnderMemoryCeiling(t *testing.T) {
+	shapes := []struct {
+		name     string
+		encoding string // json, protobuf (both over HTTP) or grpc
+		body     func(trace byte) []byte
+		want     string
+		reason   string // decode_guard's refusal reason, if it refuses
+	}{
+		{"200,000-deep kvlistValue (9.8 MB)", "json", func(tr byte) []byte { return spanWith(tr, deepKVList(200_000)) }, "400", "depth"},
+		{"740,000-deep arrayValue (19.8 MiB)", "json", func(tr byte) []byte { return spanWith(tr, deepArray(740_000)) }, "400", "depth"},
+		{"flat arrayValue of 19.8 MiB", "json", func(tr byte) []byte { return spanWith(tr, wideArray(20_800_000)) }, "400", "size"},
+		{"flat arrayValue filling max_request_body_size", "json", func(tr byte) []byte { return spanWith(tr, wideArray(maxBody-64)) }, "200", ""},
+		{"protobuf flat arrayValue filling max_request_body_size", "protobuf", func(tr byte) []byte { return wideArrayProto(tr, maxBody-64) }, "200", ""},
+		{"gRPC flat arrayValue of twice max_recv_msg_size_mib", "grpc", func(tr byte) []byte { return wideArrayProto(tr, 2*maxBody) }, codes.ResourceExhausted.String(), ""},
+		{"gRPC flat arrayValue filling max_recv_msg_size_mib", "grpc", func(tr byte) []byte { return wideArrayProto(tr, maxBody-64) }, codes.OK.String(), ""},
+	}
+	for _, shape := range shapes {
+		t.Run(shape.name, func(t *testing.T) {
+			c := startCollector(t, t.TempDir(), testproc.FreePort(t), testproc.NewSecret(t), 1000)
+			idle := vmHWM(t, c.Cmd.Process.Pid)
+			bodies := make([][]byte, 6)
+			for i := range bodies {
+				bodies[i] = shape.body(byte(i + 1))
+			}
+			var wg sync.WaitGroup
+			got := make([]string, len(bodies))
+			for i := range bodies {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					switch shape.encoding {
+					case "grpc":
+						got[i] = c.exportGRPC(t, bodies[i], token).String()
+					case "protobuf":
+						got[i] = strconv.Itoa(c.postAs(t, "application/x-protobuf", bodies[i], token))
+					default:
+						got[i] = strconv.Itoa(c.post(t, bodies[i], token))
+					}
+				}()
+			}
+			wg.Wait()
+			peak := vmHWM(t, c.Cmd.Process.Pid)
+			t.Logf("six of %d bytes: peak RSS %d MiB (idle %d MiB); answers %v; refused by decode_guard: %v",
+				len(bodies[0]), peak>>20, idle>>20, got, c.metric(t, "otelcol_decodeguard_requests_refused"))
+			for _, g := range got {
+				if g != shape.want {
+					t.Errorf("answered %s, want %s", g, shape.want)
+				}
+			}
+			if shape.reason != "" {
+				if n := c.metric(t, "otelcol_decodeguard_requests_refused", `reason="`+shape.reason+`"`); n != float64(len(bodies)) {
+					t.Errorf("otelcol_decodeguard_requests_refused{reason=%q} = %v, want %d", shape.reason, n, len(bodies))
+				}
+			}
+			if peak > memoryCeiling {
+				t.Errorf("peak RSS %d MiB over the %d MiB ceiling", peak>>20, memoryCeiling>>20)
+			}
+			if c.Exited() {
+				t.Fatalf("the collector died; log:\n%s", testproc.Tail(c.LogText(), 3000))
+			}
+		})
 	}
 }
 

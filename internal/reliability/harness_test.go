@@ -5,6 +5,7 @@ package reliability
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -17,6 +18,12 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/testproc"
 )
@@ -55,7 +62,7 @@ const token = "reliability-otlp-token-0123456789"
 
 type collector struct {
 	*testproc.Proc
-	otlp, metrics int
+	otlp, otlpGRPC, metrics int
 }
 
 // startCollector runs testdata/collector.yaml with kills going to
@@ -63,13 +70,14 @@ type collector struct {
 func startCollector(t testing.TB, dir string, killPort int, secret string, maxSessions int) *collector {
 	t.Helper()
 	bin, _ := binaries(t)
-	c := &collector{otlp: testproc.FreePort(t), metrics: testproc.FreePort(t)}
+	c := &collector{otlp: testproc.FreePort(t), otlpGRPC: testproc.FreePort(t), metrics: testproc.FreePort(t)}
 	health := testproc.FreePort(t)
 	env := []string{
 		"LOOPDETECT_WEBHOOK_SECRET=" + secret,
 		"LOOP_OTLP_TOKEN=" + token,
 		"REL_KILL_PORT=" + strconv.Itoa(killPort),
 		"REL_OTLP_PORT=" + strconv.Itoa(c.otlp),
+		"REL_OTLP_GRPC_PORT=" + strconv.Itoa(c.otlpGRPC),
 		"REL_METRICS_PORT=" + strconv.Itoa(c.metrics),
 		"REL_HEALTH_PORT=" + strconv.Itoa(health),
 		"REL_MAX_SESSIONS=" + strconv.Itoa(maxSessions),
@@ -88,11 +96,17 @@ func startCollector(t testing.TB, dir string, killPort int, secret string, maxSe
 // returns the status code.
 func (c *collector) post(t testing.TB, body []byte, tok string) int {
 	t.Helper()
+	return c.postAs(t, "application/json", body, tok)
+}
+
+// postAs is post with a given Content-Type.
+func (c *collector) postAs(t testing.TB, contentType string, body []byte, tok string) int {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/v1/traces", c.otlp), bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
@@ -102,6 +116,27 @@ func (c *collector) post(t testing.TB, body []byte, tok string) int {
 	}
 	_ = resp.Body.Close()
 	return resp.StatusCode
+}
+
+// exportGRPC sends a protobuf-encoded trace export request over OTLP/gRPC
+// with the token tok and returns the status code.
+func (c *collector) exportGRPC(t testing.TB, body []byte, tok string) codes.Code {
+	t.Helper()
+	req := ptraceotlp.NewExportRequest()
+	if err := req.UnmarshalProto(body); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", c.otlpGRPC), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tok)
+	_, err = ptraceotlp.NewGRPCClient(conn).Export(ctx, req)
+	return status.Code(err)
 }
 
 // send posts td with the token and fails t unless it is accepted.

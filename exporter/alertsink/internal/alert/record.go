@@ -102,6 +102,9 @@ type Policy struct {
 	// States and Reasons filter the alerts destination; nil lets all pass.
 	States  map[string]bool
 	Reasons map[string]bool
+	// AlertsInstanceID keeps target.service_instance_id in the alerts
+	// destination's bodies; without it they carry no kill target.
+	AlertsInstanceID bool
 	// Alertmanager, when set, turns events into Alertmanager alerts.
 	Alertmanager *Alertmanager
 }
@@ -159,6 +162,9 @@ func (p *Policy) Records(ev *loopevent.Event, now time.Time) ([]Record, Outcome,
 	if p.Alerts {
 		if (p.States == nil || p.States[ev.To]) && (p.Reasons == nil || p.Reasons[ev.Reason]) {
 			b := NewBody(ev, TypeTransition, decided, time.Time{})
+			if !p.AlertsInstanceID {
+				b.Target.ServiceInstanceID = ""
+			}
 			raw, err := Marshal(&b)
 			if err != nil {
 				return nil, out, fmt.Errorf("alert_sink: rendering transition body: %w", err)
