@@ -540,3 +540,19 @@ func TestRecordStaysSmall(t *testing.T) {
 		t.Fatalf("record is %d bytes, the memory budget assumes 48", got)
 	}
 }
+
+func TestEveryReasonIsDocumented(t *testing.T) {
+	docs := ReasonDocs()
+	seen := map[Reason]bool{}
+	for _, d := range docs {
+		seen[d.Reason] = true
+	}
+	for r := ReasonNone + 1; int(r) < len(reasonNames); r++ {
+		if !seen[r] {
+			t.Errorf("reason %s has no row in reasonDocs", r)
+		}
+	}
+	if len(docs) != len(reasonNames)-1 {
+		t.Errorf("%d documented reasons, want %d", len(docs), len(reasonNames)-1)
+	}
+}
