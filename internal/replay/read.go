@@ -57,6 +57,9 @@ type Input struct {
 	// SessionFiles names, per transcript session, the first file that held
 	// its calls, so a summary can say where to look.
 	SessionFiles map[string]string
+	// SessionParents links each subagent's session key to the agent that
+	// started it.
+	SessionParents map[string]SessionParent
 	// Spans and LogRecords count what the batches hold.
 	Spans, LogRecords int64
 	// OtherSignals counts requests of signals loop_detect does not read
@@ -67,6 +70,15 @@ type Input struct {
 	VerdictSpans int64
 
 	seen map[string]bool
+}
+
+// SessionParent is where a subagent's session came from.
+type SessionParent struct {
+	// Session is the parent agent's session key.
+	Session string
+	// ToolUseID is the parent's call that started the subagent (Claude
+	// Code's Task or Agent call), when the transcript says.
+	ToolUseID string
 }
 
 // ReadOTLPJSON reads OTLP JSON export requests, traces and logs alike: the
@@ -175,6 +187,14 @@ func (in *Input) addTranscript(data []byte, name, agent, parent string) error {
 		calls[i].order = len(in.Transcript)
 		if _, ok := in.SessionFiles[calls[i].Session]; !ok {
 			in.SessionFiles[calls[i].Session] = name
+		}
+		if p := calls[i].ParentSession; p != "" {
+			if in.SessionParents == nil {
+				in.SessionParents = map[string]SessionParent{}
+			}
+			if link := in.SessionParents[calls[i].Session]; link.ToolUseID == "" {
+				in.SessionParents[calls[i].Session] = SessionParent{Session: p, ToolUseID: calls[i].Parent}
+			}
 		}
 		in.Transcript = append(in.Transcript, calls[i])
 	}

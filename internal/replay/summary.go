@@ -63,6 +63,11 @@ type SessionSummary struct {
 	StuckAtCall int64 `json:"stuck_at_call,omitempty"`
 	// Transcript is the agent transcript the session was read from.
 	Transcript string `json:"transcript,omitempty"`
+	// ParentSession is, for a subagent's calls (tracked on their own), the
+	// session of the agent that started it; StartedBy the parent's call
+	// that did.
+	ParentSession string `json:"parent_session,omitempty"`
+	StartedBy     string `json:"started_by,omitempty"`
 }
 
 // ReadSummary says what the replay read and what the processor made of it.
@@ -120,7 +125,9 @@ func Summarize(cfg *loopdetect.Config, in *Input, res *Result) Summary {
 	get := func(key string) *SessionSummary {
 		s, ok := by[key]
 		if !ok {
-			s = &SessionSummary{Session: key, FinalState: "working", Transcript: in.SessionFiles[key]}
+			link := in.SessionParents[key]
+			s = &SessionSummary{Session: key, FinalState: "working", Transcript: in.SessionFiles[key],
+				ParentSession: link.Session, StartedBy: link.ToolUseID}
 			by[key] = s
 		}
 		return s

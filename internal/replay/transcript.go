@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -38,9 +39,15 @@ const TranscriptResultKey = "tool_response"
 // TranscriptCall is one tool call read from an agent transcript: the
 // model's tool_use and the tool_result that answered it.
 type TranscriptCall struct {
-	// Session is the transcript's session id (its file name when it has
-	// none); subagents share their parent's session, as in the telemetry.
+	// Session is the key the engine tracks the call under: the
+	// transcript's session id (its file name when it has none), and for a
+	// subagent's call "<session>/<agent id>". Each agent loops on its own:
+	// a subagent reading a file its parent just read is not the parent
+	// reading it twice.
 	Session string
+	// ParentSession is the session id of the agent that started a
+	// subagent, empty for the main agent's calls.
+	ParentSession string
 	// ID is the tool_use id; Parent the id of the Task (Agent) call whose
 	// subagent made the call, empty for the main agent's calls.
 	ID, Parent string
@@ -73,6 +80,7 @@ type transcriptLine struct {
 	Timestamp       string          `json:"timestamp"`
 	ParentToolUseID *string         `json:"parent_tool_use_id"`
 	AgentID         string          `json:"agentId"`
+	StreamAgentID   string          `json:"agent_id"`
 	Version         string          `json:"version"`
 	Message         json.RawMessage `json:"message"`
 }
@@ -195,6 +203,14 @@ func (r *transcriptReader) line(text []byte, n int) error {
 	}
 	if l.AgentID != "" {
 		agent = l.AgentID
+	} else if l.StreamAgentID != "" {
+		agent = l.StreamAgentID
+	}
+	parentSession := ""
+	if sub := cmp.Or(agent, parent); sub != "" {
+		// stream-json from CLIs older than its agent_id names a subagent
+		// only by the Task call that started it.
+		parentSession, session = session, session+"/"+sub
 	}
 	for i := range blocks {
 		b := &blocks[i]
@@ -221,7 +237,7 @@ func (r *transcriptReader) line(text []byte, n int) error {
 			}
 			r.byID[b.ID] = len(r.calls)
 			r.calls = append(r.calls, TranscriptCall{
-				Session: session, ID: b.ID, Parent: parent, AgentID: agent, Tool: b.Name,
+				Session: session, ParentSession: parentSession, ID: b.ID, Parent: parent, AgentID: agent, Tool: b.Name,
 				Input: input, Start: at, End: at, Version: l.Version,
 				Source: fmt.Sprintf("%s:%d", r.name, n),
 			})

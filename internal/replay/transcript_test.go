@@ -49,7 +49,7 @@ func TestReadTranscript(t *testing.T) {
 			Start: at("2026-12-02T03:42:28.736Z"), End: at("2026-12-02T03:42:28.736Z"), Version: "2.1.332", Source: "f:1",
 		}}},
 		{"stream-json: a subagent's call by its parent id, no timestamps", streamInit + "\n" + streamUse + "\n" + streamUse + "\n" + streamRes, FormatClaudeStreamJSON, []TranscriptCall{{
-			Session: "s2", ID: "toolu_9", Parent: "toolu_task", Tool: "Grep", Input: []byte(`{"pattern":"TODO"}`), Result: "cart.go:3: TODO", HasResult: true,
+			Session: "s2/toolu_task", ParentSession: "s2", ID: "toolu_9", Parent: "toolu_task", Tool: "Grep", Input: []byte(`{"pattern":"TODO"}`), Result: "cart.go:3: TODO", HasResult: true,
 			Start: time.Date(2000, 1, 1, 0, 0, 1, 0, time.UTC), End: time.Date(2000, 1, 1, 0, 0, 1, 0, time.UTC), Source: "f:2",
 		}}},
 		{"a result whose call is in an earlier file", sessionResult, FormatClaudeSession, nil},
@@ -124,15 +124,20 @@ func TestTranscriptReplaysThroughTheProcessor(t *testing.T) {
 	res, err := Run(context.Background(), cfg, batches)
 	require.NoError(t, err)
 	require.Len(t, res.Calls, 3)
-	for _, c := range res.Calls {
+	// The subagent's call is tracked on its own, under a key of its own.
+	for i, want := range []string{"s1", "s1/a1", "s1"} {
+		c := res.Calls[i]
 		require.Equal(t, "claude_code", c.Client)
-		require.Equal(t, "s1", c.Session)
+		require.Equal(t, want, c.Session)
 		require.False(t, c.NameOnly)
 	}
 	require.True(t, res.Calls[2].Failed)
 	require.NotEqual(t, res.Calls[0].Fingerprint, uint64(0), "the result is read as the call's evidence")
 	sum := Summarize(cfg, in, res)
+	require.Len(t, sum.Sessions, 2)
 	require.Equal(t, main, sum.Sessions[0].Transcript)
+	require.Equal(t, SessionSummary{Session: "s1/a1", Client: "claude_code", Calls: 1, FinalState: "working",
+		Transcript: filepath.Join(sub, "agent-a1.jsonl"), ParentSession: "s1", StartedBy: "toolu_task"}, sum.Sessions[1])
 	require.Equal(t, int64(3), sum.Read.TranscriptCalls)
 }
 
