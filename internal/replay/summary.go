@@ -77,7 +77,7 @@ type ReadSummary struct {
 	// OtherSignalRequests are metrics or profiles requests, not read.
 	OtherSignalRequests int64 `json:"other_signal_requests,omitempty"`
 	// Files counts the files read by format (otlp_json,
-	// claude_code_session, claude_code_stream_json).
+	// claude_code_session, claude_code_stream_json, gemini_cli_session).
 	Files map[string]int `json:"files_by_format,omitempty"`
 	// TranscriptCalls are the tool calls read from agent transcripts,
 	// each replayed as one log record.
@@ -198,7 +198,9 @@ func Summarize(cfg *loopdetect.Config, in *Input, res *Result) Summary {
 func message(cfg *loopdetect.Config, sum *Summary) string {
 	r := &sum.Read
 	var b strings.Builder
-	transcripts := int64(r.Files[FormatClaudeSession] + r.Files[FormatClaudeStreamJSON])
+	claude := int64(r.Files[FormatClaudeSession] + r.Files[FormatClaudeStreamJSON])
+	gemini := int64(r.Files[FormatGeminiSession])
+	transcripts := claude + gemini
 	if transcripts == 0 || r.Spans+r.LogRecords > 0 {
 		fmt.Fprintf(&b, "read %s and %s", plural(r.Spans, "span"), plural(r.LogRecords, "log record"))
 		if transcripts > 0 {
@@ -208,7 +210,14 @@ func message(cfg *loopdetect.Config, sum *Summary) string {
 		b.WriteString("read ")
 	}
 	if transcripts > 0 {
-		fmt.Fprintf(&b, "%s from %s", plural(r.TranscriptCalls, "tool call"), plural(transcripts, "Claude Code transcript"))
+		var from []string
+		if claude > 0 {
+			from = append(from, plural(claude, "Claude Code transcript"))
+		}
+		if gemini > 0 {
+			from = append(from, plural(gemini, "Gemini CLI session file"))
+		}
+		fmt.Fprintf(&b, "%s from %s", plural(r.TranscriptCalls, "tool call"), strings.Join(from, " and "))
 	}
 	if r.ToolCalls == 0 {
 		b.WriteString("; no tool calls recognised. ")

@@ -67,6 +67,10 @@ type TranscriptCall struct {
 	Version string
 	// Source is "file:line" of the tool_use.
 	Source string
+	// Client is "gemini_cli" for a Gemini CLI call, replayed as its
+	// tool_call span; empty for Claude Code's, replayed as its
+	// tool_result record. Status is Gemini CLI's status of the call.
+	Client, Status string
 	// order breaks ties between calls of equal start: file, then line.
 	order int
 }
@@ -194,8 +198,7 @@ func (r *transcriptReader) line(text []byte, n int) error {
 		session = l.StreamSessionID
 	}
 	if session == "" {
-		session = strings.TrimSuffix(filepath.Base(r.name), ".gz")
-		session = strings.TrimSuffix(session, ".jsonl")
+		session = sessionFromName(r.name)
 	}
 	parent, agent := r.parent, r.agentID
 	if l.ParentToolUseID != nil && *l.ParentToolUseID != "" {
@@ -258,6 +261,14 @@ func (r *transcriptReader) line(text []byte, n int) error {
 	return nil
 }
 
+// sessionFromName is the session a file names: its base name without
+// its extensions.
+func sessionFromName(name string) string {
+	s := strings.TrimSuffix(filepath.Base(name), ".gz")
+	s = strings.TrimSuffix(s, ".jsonl")
+	return strings.TrimSuffix(s, ".json")
+}
+
 // resultText is a tool_result's content as the model read it: a string, or
 // text blocks joined by newlines (an image block reads "[image]").
 func resultText(raw json.RawMessage) string {
@@ -315,7 +326,8 @@ func subagentOf(name string) (agent, parent string) {
 }
 
 // transcriptBatches renders calls, ordered by start, as Claude Code's
-// claude_code.tool_result log records, one logs request per call so the
+// claude_code.tool_result log records (Gemini CLI's calls as its tool_call
+// spans), one request per call so the
 // event clock and its timers move as they did in the session.
 func transcriptBatches(calls []TranscriptCall) []Batch {
 	sort.SliceStable(calls, func(i, j int) bool {
@@ -326,6 +338,10 @@ func transcriptBatches(calls []TranscriptCall) []Batch {
 	})
 	batches := make([]Batch, 0, len(calls))
 	for i := range calls {
+		if calls[i].Client == clientGemini {
+			batches = append(batches, Batch{Signal: SignalTraces, Traces: geminiSpan(&calls[i]), Source: calls[i].Source})
+			continue
+		}
 		batches = append(batches, Batch{Signal: SignalLogs, Logs: transcriptRecord(&calls[i]), Source: calls[i].Source})
 	}
 	return batches
