@@ -144,7 +144,8 @@ func TestTranscriptReplaysThroughTheProcessor(t *testing.T) {
 // FuzzReadTranscript: no input makes the reader panic, and what it accepts
 // replays as one record per call.
 func FuzzReadTranscript(f *testing.F) {
-	for _, s := range []string{sessionUse + "\n" + sessionResult, sessionFail, streamInit + "\n" + streamUse + "\n" + streamRes, `{"type":"x"}`, "{}"} {
+	for _, s := range []string{sessionUse + "\n" + sessionResult, sessionFail, streamInit + "\n" + streamUse + "\n" + streamRes, `{"type":"x"}`, "{}",
+		geminiMeta + "\n" + geminiEarly + "\n" + geminiUse + "\n" + geminiSet + "\n" + geminiFail} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -161,4 +162,55 @@ func FuzzReadTranscript(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Gemini CLI session lines in the shapes 0.61 writes: metadata, a gemini
+// message written twice (the later copy with its tool calls), a $set
+// update, a failed call.
+const (
+	geminiMeta  = `{"sessionId":"6a0c5d9e-dd2a-44ab-b336-9fc4cbcc0d45","projectHash":"p","startTime":"2026-12-02T04:43:21.730Z","kind":"main"}`
+	geminiEarly = `{"id":"m1","timestamp":"2026-12-02T04:43:22.466Z","type":"gemini","content":"","model":"gemini-2.5-flash"}`
+	geminiUse  = `{"id":"m1","timestamp":"2026-12-02T04:43:22.466Z","type":"gemini","content":"","toolCalls":[{"id":"run_shell_command__1","name":"run_shell_command","args":{"command":"ls"},"result":[{"functionResponse":{"id":"run_shell_command__1","name":"run_shell_command","response":{"output":"a.txt"}}}],"status":"success","timestamp":"2026-12-02T04:43:23.161Z"}]}`
+	geminiSet   = `{"$set":{"lastUpdated":"2026-12-02T04:43:23.2Z"}}`
+	geminiFail  = `{"id":"m2","timestamp":"2026-12-02T04:43:24Z","type":"gemini","toolCalls":[{"id":"read_file__2","name":"read_file","args":{"file_path":"x"},"result":[{"functionResponse":{"id":"read_file__2","name":"read_file","response":{"error":"File not found."}}}],"status":"error","timestamp":"2026-12-02T04:43:24.5Z"}]}`
+)
+
+func TestReadGemini(t *testing.T) {
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339Nano, s)
+		require.NoError(t, err)
+		return v
+	}
+	const sid = "6a0c5d9e-dd2a-44ab-b336-9fc4cbcc0d45"
+	shell := TranscriptCall{Session: sid, ID: "run_shell_command__1", Tool: "run_shell_command", Input: []byte(`{"command":"ls"}`),
+		Result: "a.txt", HasResult: true, Start: at("2026-12-02T04:43:22.466Z"), End: at("2026-12-02T04:43:23.161Z"),
+		Source: "f:2", Client: clientGemini, Status: "success"}
+	for _, tc := range []struct {
+		name, input string
+		want        []TranscriptCall
+	}{
+		{"a message written twice keeps the later copy", geminiMeta + "\n" + geminiEarly + "\n" + geminiUse + "\n" + geminiSet, []TranscriptCall{func() TranscriptCall { c := shell; c.Source = "f:3"; return c }()}},
+		{"a failed call", geminiMeta + "\n" + geminiFail, []TranscriptCall{{Session: sid, ID: "read_file__2", Tool: "read_file", Input: []byte(`{"file_path":"x"}`),
+			Result: "File not found.", HasResult: true, IsError: true, Start: at("2026-12-02T04:43:24Z"), End: at("2026-12-02T04:43:24.5Z"),
+			Source: "f:2", Client: clientGemini, Status: "error"}}},
+		{"a $set restating the messages adds no second call", geminiMeta + "\n" + geminiUse + "\n" + `{"$set":{"messages":[` + geminiUse + `]}}`, []TranscriptCall{shell}},
+		{"the older one-document .json", "{\n" + strings.TrimPrefix(strings.TrimSuffix(geminiMeta, "}"), "{") + ",\n\"messages\": [" + geminiUse + "]\n}", []TranscriptCall{func() TranscriptCall { c := shell; c.Source = "f:1"; return c }()}},
+		{"no tool calls", geminiMeta + "\n" + geminiEarly + "\n" + `{"$rewindTo":"m1"}`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls, err := readGemini([]byte(tc.input), "f")
+			require.NoError(t, err)
+			require.Equal(t, tc.want, calls)
+		})
+	}
+	for _, tc := range []struct{ name, input, want string }{
+		{"not JSON", geminiMeta + "\n{not json", "f:2: not a Gemini CLI session line"},
+		{"bad timestamp", geminiMeta + "\n" + strings.Replace(geminiUse, "2026-12-02T04:43:22.466Z", "later", 1), "f:2: not a Gemini CLI session line: timestamp"},
+		{"a call without an id", geminiMeta + "\n" + `{"id":"m","type":"gemini","toolCalls":[{"name":"glob"}]}`, "f:2: not a Gemini CLI session line: a tool call without an id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := &Input{}
+			require.ErrorContains(t, in.Add(strings.NewReader(tc.input), "f"), tc.want)
+		})
+	}
 }
