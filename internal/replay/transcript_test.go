@@ -170,7 +170,7 @@ func FuzzReadTranscript(f *testing.F) {
 const (
 	geminiMeta  = `{"sessionId":"6a0c5d9e-dd2a-44ab-b336-9fc4cbcc0d45","projectHash":"p","startTime":"2026-12-02T04:43:21.730Z","kind":"main"}`
 	geminiEarly = `{"id":"m1","timestamp":"2026-12-02T04:43:22.466Z","type":"gemini","content":"","model":"gemini-2.5-flash"}`
-	geminiUse  = `{"id":"m1","timestamp":"2026-12-02T04:43:22.466Z","type":"gemini","content":"","toolCalls":[{"id":"run_shell_command__1","name":"run_shell_command","args":{"command":"ls"},"result":[{"functionResponse":{"id":"run_shell_command__1","name":"run_shell_command","response":{"output":"a.txt"}}}],"status":"success","timestamp":"2026-12-02T04:43:23.161Z"}]}`
+	geminiUse   = `{"id":"m1","timestamp":"2026-12-02T04:43:22.466Z","type":"gemini","content":"","toolCalls":[{"id":"run_shell_command__1","name":"run_shell_command","args":{"command":"ls"},"result":[{"functionResponse":{"id":"run_shell_command__1","name":"run_shell_command","response":{"output":"a.txt"}}}],"status":"success","timestamp":"2026-12-02T04:43:23.161Z"}]}`
 	geminiSet   = `{"$set":{"lastUpdated":"2026-12-02T04:43:23.2Z"}}`
 	geminiFail  = `{"id":"m2","timestamp":"2026-12-02T04:43:24Z","type":"gemini","toolCalls":[{"id":"read_file__2","name":"read_file","args":{"file_path":"x"},"result":[{"functionResponse":{"id":"read_file__2","name":"read_file","response":{"error":"File not found."}}}],"status":"error","timestamp":"2026-12-02T04:43:24.5Z"}]}`
 )
