@@ -132,10 +132,28 @@ func TestTranscriptCorpus(t *testing.T) {
 			file := sessionFileOf(t, name)
 			out, sum := replayFiles(t, file)
 			checkOrUpdate(t, filepath.Join(corpusDir, name, "transitions.golden.jsonl"), []byte(out))
-			require.Len(t, sum.Sessions, 1, "one session per transcript and its subagents")
-			s := sum.Sessions[0]
+			// One main session per transcript; each subagent is a session
+			// of its own that names its parent.
+			var s replay.SessionSummary
+			for _, x := range sum.Sessions {
+				if x.ParentSession == "" {
+					require.Empty(t, s.Session, "one main session per transcript")
+					s = x
+				}
+			}
 			require.Equal(t, file, s.Transcript)
-			v := verdictsOf(t, out, sum)[s.Session]
+			vs := verdictsOf(t, out, sum)
+			v := vs[s.Session]
+			for _, x := range sum.Sessions {
+				if x.ParentSession != "" {
+					require.Equal(t, s.Session, x.ParentSession)
+					require.NotEmpty(t, x.StartedBy)
+					sv := vs[x.Session]
+					v.Calls += sv.Calls
+					v.Stuck += sv.Stuck
+					v.Kills += sv.Kills
+				}
+			}
 
 			// The stream-json output of the same run says the same.
 			sout, ssum := replayFiles(t, filepath.Join(corpusDir, name, streamFile))
@@ -177,12 +195,14 @@ func TestTranscriptCorpus(t *testing.T) {
 func TestAuditPastSessions(t *testing.T) {
 	projects := filepath.Join(t.TempDir(), ".claude", "projects")
 	want := map[string]verdict{}
+	mains := 0
 	for _, name := range corpusEntries(t) {
 		file := sessionFileOf(t, name)
 		alone, aloneSum := replayFiles(t, file)
 		for k, v := range verdictsOf(t, alone, aloneSum) {
 			want[k] = v
 		}
+		mains++
 		// Uncompressed, as the CLI writes them, subagents beside.
 		src := filepath.Join(corpusDir, name)
 		require.NoError(t, filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
@@ -210,7 +230,7 @@ func TestAuditPastSessions(t *testing.T) {
 	}
 	files, err := filepath.Glob(filepath.Join(projects, "*", "*.jsonl"))
 	require.NoError(t, err)
-	require.Len(t, files, len(want))
+	require.Len(t, files, mains)
 	out, sum := replayFiles(t, files...)
 	got := verdictsOf(t, out, sum)
 	require.Equal(t, want, got)

@@ -1,7 +1,8 @@
 // Command loopreplay runs the loop_detect processor over recorded OTLP JSON
 // traces and logs, or over agent transcripts (Claude Code session files and
 // stream-json output, each tool call replayed as the log record Claude
-// Code's telemetry sends, with its result), offline and in event time, and
+// Code's telemetry sends, with its result; Gemini CLI session files, each
+// call replayed as that CLI's tool_call span), offline and in event time, and
 // prints one JSON object per state transition. Use it to audit past agent
 // sessions and to calibrate thresholds: --summary says what was read and
 // lists every session with its final state, the call it was first stuck at

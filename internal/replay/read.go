@@ -51,12 +51,16 @@ type Input struct {
 	// order read; All sorts them by start.
 	Transcript []TranscriptCall
 	// Formats counts the files read by format (FormatOTLPJSON,
-	// FormatClaudeSession, FormatClaudeStreamJSON); a session file's
+	// FormatClaudeSession, FormatClaudeStreamJSON, FormatGeminiSession);
+	// a session file's
 	// subagent transcripts count as files of their own.
 	Formats map[string]int
 	// SessionFiles names, per transcript session, the first file that held
 	// its calls, so a summary can say where to look.
 	SessionFiles map[string]string
+	// SessionParents links each subagent's session key to the agent that
+	// started it.
+	SessionParents map[string]SessionParent
 	// Spans and LogRecords count what the batches hold.
 	Spans, LogRecords int64
 	// OtherSignals counts requests of signals loop_detect does not read
@@ -67,6 +71,15 @@ type Input struct {
 	VerdictSpans int64
 
 	seen map[string]bool
+}
+
+// SessionParent is where a subagent's session came from.
+type SessionParent struct {
+	// Session is the parent agent's session key.
+	Session string
+	// ToolUseID is the parent's call that started the subagent (Claude
+	// Code's Task or Agent call), when the transcript says.
+	ToolUseID string
 }
 
 // ReadOTLPJSON reads OTLP JSON export requests, traces and logs alike: the
@@ -102,8 +115,8 @@ func (in *Input) All() []Batch {
 }
 
 // Add reads one more file into in, its format found from its content:
-// OTLP JSON, or a Claude Code session transcript or stream-json output,
-// any of them gzip-compressed.
+// OTLP JSON, a Claude Code session transcript or stream-json output, or a
+// Gemini CLI session file, any of them gzip-compressed.
 func (in *Input) Add(r io.Reader, name string) error {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -133,9 +146,19 @@ func (in *Input) addFile(data []byte, name string, onDisk bool) error {
 	if err != nil {
 		return err
 	}
-	if !isTranscript(data) {
+	kind := transcriptKind(data)
+	if kind == "" {
 		in.Formats[FormatOTLPJSON]++
 		return in.add(data, name)
+	}
+	if kind == FormatGeminiSession {
+		calls, err := readGemini(data, name)
+		if err != nil {
+			return err
+		}
+		in.Formats[FormatGeminiSession]++
+		in.addCalls(calls, name)
+		return nil
 	}
 	if onDisk {
 		if in.seen == nil {
@@ -168,28 +191,48 @@ func (in *Input) addTranscript(data []byte, name, agent, parent string) error {
 		return err
 	}
 	in.Formats[format]++
+	in.addCalls(calls, name)
+	return nil
+}
+
+// addCalls adds the calls read from the transcript name.
+func (in *Input) addCalls(calls []TranscriptCall, name string) {
 	if in.SessionFiles == nil {
 		in.SessionFiles = map[string]string{}
 	}
 	for i := range calls {
 		calls[i].order = len(in.Transcript)
-		if _, ok := in.SessionFiles[calls[i].Session]; !ok {
-			in.SessionFiles[calls[i].Session] = name
+		if key := engineSession(&calls[i]); in.SessionFiles[key] == "" {
+			in.SessionFiles[key] = name
+		}
+		if p := calls[i].ParentSession; p != "" {
+			if in.SessionParents == nil {
+				in.SessionParents = map[string]SessionParent{}
+			}
+			if link := in.SessionParents[calls[i].Session]; link.ToolUseID == "" {
+				in.SessionParents[calls[i].Session] = SessionParent{Session: p, ToolUseID: calls[i].Parent}
+			}
 		}
 		in.Transcript = append(in.Transcript, calls[i])
 	}
-	return nil
 }
 
-// isTranscript reports whether data's first JSON value is a transcript
-// line; anything else, unreadable input included, is read as OTLP JSON,
-// whose reader names the bad line.
-func isTranscript(data []byte) bool {
+// transcriptKind names the agent transcript format of data from its first
+// JSON value: FormatGeminiSession, FormatClaudeSession (stream-json is
+// told apart while reading), or "" for anything else, unreadable input
+// included, which is read as OTLP JSON, whose reader names the bad line.
+func transcriptKind(data []byte) string {
 	var first map[string]json.RawMessage
 	if json.NewDecoder(bytes.NewReader(data)).Decode(&first) != nil {
-		return false
+		return ""
 	}
-	return looksLikeTranscript(first)
+	switch {
+	case looksLikeGemini(first):
+		return FormatGeminiSession
+	case looksLikeTranscript(first):
+		return FormatClaudeSession
+	}
+	return ""
 }
 
 // gunzip inflates gzip-compressed input (archived transcripts and CI

@@ -63,6 +63,11 @@ type SessionSummary struct {
 	StuckAtCall int64 `json:"stuck_at_call,omitempty"`
 	// Transcript is the agent transcript the session was read from.
 	Transcript string `json:"transcript,omitempty"`
+	// ParentSession is, for a subagent's calls (tracked on their own), the
+	// session of the agent that started it; StartedBy the parent's call
+	// that did.
+	ParentSession string `json:"parent_session,omitempty"`
+	StartedBy     string `json:"started_by,omitempty"`
 }
 
 // ReadSummary says what the replay read and what the processor made of it.
@@ -72,7 +77,7 @@ type ReadSummary struct {
 	// OtherSignalRequests are metrics or profiles requests, not read.
 	OtherSignalRequests int64 `json:"other_signal_requests,omitempty"`
 	// Files counts the files read by format (otlp_json,
-	// claude_code_session, claude_code_stream_json).
+	// claude_code_session, claude_code_stream_json, gemini_cli_session).
 	Files map[string]int `json:"files_by_format,omitempty"`
 	// TranscriptCalls are the tool calls read from agent transcripts,
 	// each replayed as one log record.
@@ -120,7 +125,9 @@ func Summarize(cfg *loopdetect.Config, in *Input, res *Result) Summary {
 	get := func(key string) *SessionSummary {
 		s, ok := by[key]
 		if !ok {
-			s = &SessionSummary{Session: key, FinalState: "working", Transcript: in.SessionFiles[key]}
+			link := in.SessionParents[key]
+			s = &SessionSummary{Session: key, FinalState: "working", Transcript: in.SessionFiles[key],
+				ParentSession: link.Session, StartedBy: link.ToolUseID}
 			by[key] = s
 		}
 		return s
@@ -191,7 +198,9 @@ func Summarize(cfg *loopdetect.Config, in *Input, res *Result) Summary {
 func message(cfg *loopdetect.Config, sum *Summary) string {
 	r := &sum.Read
 	var b strings.Builder
-	transcripts := int64(r.Files[FormatClaudeSession] + r.Files[FormatClaudeStreamJSON])
+	claude := int64(r.Files[FormatClaudeSession] + r.Files[FormatClaudeStreamJSON])
+	gemini := int64(r.Files[FormatGeminiSession])
+	transcripts := claude + gemini
 	if transcripts == 0 || r.Spans+r.LogRecords > 0 {
 		fmt.Fprintf(&b, "read %s and %s", plural(r.Spans, "span"), plural(r.LogRecords, "log record"))
 		if transcripts > 0 {
@@ -201,7 +210,14 @@ func message(cfg *loopdetect.Config, sum *Summary) string {
 		b.WriteString("read ")
 	}
 	if transcripts > 0 {
-		fmt.Fprintf(&b, "%s from %s", plural(r.TranscriptCalls, "tool call"), plural(transcripts, "Claude Code transcript"))
+		var from []string
+		if claude > 0 {
+			from = append(from, plural(claude, "Claude Code transcript"))
+		}
+		if gemini > 0 {
+			from = append(from, plural(gemini, "Gemini CLI session file"))
+		}
+		fmt.Fprintf(&b, "%s from %s", plural(r.TranscriptCalls, "tool call"), strings.Join(from, " and "))
 	}
 	if r.ToolCalls == 0 {
 		b.WriteString("; no tool calls recognised. ")

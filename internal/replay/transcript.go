@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -38,9 +39,15 @@ const TranscriptResultKey = "tool_response"
 // TranscriptCall is one tool call read from an agent transcript: the
 // model's tool_use and the tool_result that answered it.
 type TranscriptCall struct {
-	// Session is the transcript's session id (its file name when it has
-	// none); subagents share their parent's session, as in the telemetry.
+	// Session is the key the engine tracks the call under: the
+	// transcript's session id (its file name when it has none), and for a
+	// subagent's call "<session>/<agent id>". Each agent loops on its own:
+	// a subagent reading a file its parent just read is not the parent
+	// reading it twice.
 	Session string
+	// ParentSession is the session id of the agent that started a
+	// subagent, empty for the main agent's calls.
+	ParentSession string
 	// ID is the tool_use id; Parent the id of the Task (Agent) call whose
 	// subagent made the call, empty for the main agent's calls.
 	ID, Parent string
@@ -60,6 +67,10 @@ type TranscriptCall struct {
 	Version string
 	// Source is "file:line" of the tool_use.
 	Source string
+	// Client is "gemini_cli" for a Gemini CLI call, replayed as its
+	// tool_call span; empty for Claude Code's, replayed as its
+	// tool_result record. Status is Gemini CLI's status of the call.
+	Client, Status string
 	// order breaks ties between calls of equal start: file, then line.
 	order int
 }
@@ -73,6 +84,7 @@ type transcriptLine struct {
 	Timestamp       string          `json:"timestamp"`
 	ParentToolUseID *string         `json:"parent_tool_use_id"`
 	AgentID         string          `json:"agentId"`
+	StreamAgentID   string          `json:"agent_id"`
 	Version         string          `json:"version"`
 	Message         json.RawMessage `json:"message"`
 }
@@ -186,8 +198,7 @@ func (r *transcriptReader) line(text []byte, n int) error {
 		session = l.StreamSessionID
 	}
 	if session == "" {
-		session = strings.TrimSuffix(filepath.Base(r.name), ".gz")
-		session = strings.TrimSuffix(session, ".jsonl")
+		session = sessionFromName(r.name)
 	}
 	parent, agent := r.parent, r.agentID
 	if l.ParentToolUseID != nil && *l.ParentToolUseID != "" {
@@ -195,6 +206,14 @@ func (r *transcriptReader) line(text []byte, n int) error {
 	}
 	if l.AgentID != "" {
 		agent = l.AgentID
+	} else if l.StreamAgentID != "" {
+		agent = l.StreamAgentID
+	}
+	parentSession := ""
+	if sub := cmp.Or(agent, parent); sub != "" {
+		// stream-json from CLIs older than its agent_id names a subagent
+		// only by the Task call that started it.
+		parentSession, session = session, session+"/"+sub
 	}
 	for i := range blocks {
 		b := &blocks[i]
@@ -221,7 +240,7 @@ func (r *transcriptReader) line(text []byte, n int) error {
 			}
 			r.byID[b.ID] = len(r.calls)
 			r.calls = append(r.calls, TranscriptCall{
-				Session: session, ID: b.ID, Parent: parent, AgentID: agent, Tool: b.Name,
+				Session: session, ParentSession: parentSession, ID: b.ID, Parent: parent, AgentID: agent, Tool: b.Name,
 				Input: input, Start: at, End: at, Version: l.Version,
 				Source: fmt.Sprintf("%s:%d", r.name, n),
 			})
@@ -240,6 +259,14 @@ func (r *transcriptReader) line(text []byte, n int) error {
 		}
 	}
 	return nil
+}
+
+// sessionFromName is the session a file names: its base name without
+// its extensions.
+func sessionFromName(name string) string {
+	s := strings.TrimSuffix(filepath.Base(name), ".gz")
+	s = strings.TrimSuffix(s, ".jsonl")
+	return strings.TrimSuffix(s, ".json")
 }
 
 // resultText is a tool_result's content as the model read it: a string, or
@@ -299,7 +326,8 @@ func subagentOf(name string) (agent, parent string) {
 }
 
 // transcriptBatches renders calls, ordered by start, as Claude Code's
-// claude_code.tool_result log records, one logs request per call so the
+// claude_code.tool_result log records (Gemini CLI's calls as its tool_call
+// spans), one request per call so the
 // event clock and its timers move as they did in the session.
 func transcriptBatches(calls []TranscriptCall) []Batch {
 	sort.SliceStable(calls, func(i, j int) bool {
@@ -310,6 +338,10 @@ func transcriptBatches(calls []TranscriptCall) []Batch {
 	})
 	batches := make([]Batch, 0, len(calls))
 	for i := range calls {
+		if calls[i].Client == clientGemini {
+			batches = append(batches, Batch{Signal: SignalTraces, Traces: geminiSpan(&calls[i]), Source: calls[i].Source})
+			continue
+		}
 		batches = append(batches, Batch{Signal: SignalLogs, Logs: transcriptRecord(&calls[i]), Source: calls[i].Source})
 	}
 	return batches

@@ -49,7 +49,7 @@ func TestReadTranscript(t *testing.T) {
 			Start: at("2026-12-02T03:42:28.736Z"), End: at("2026-12-02T03:42:28.736Z"), Version: "2.1.332", Source: "f:1",
 		}}},
 		{"stream-json: a subagent's call by its parent id, no timestamps", streamInit + "\n" + streamUse + "\n" + streamUse + "\n" + streamRes, FormatClaudeStreamJSON, []TranscriptCall{{
-			Session: "s2", ID: "toolu_9", Parent: "toolu_task", Tool: "Grep", Input: []byte(`{"pattern":"TODO"}`), Result: "cart.go:3: TODO", HasResult: true,
+			Session: "s2/toolu_task", ParentSession: "s2", ID: "toolu_9", Parent: "toolu_task", Tool: "Grep", Input: []byte(`{"pattern":"TODO"}`), Result: "cart.go:3: TODO", HasResult: true,
 			Start: time.Date(2000, 1, 1, 0, 0, 1, 0, time.UTC), End: time.Date(2000, 1, 1, 0, 0, 1, 0, time.UTC), Source: "f:2",
 		}}},
 		{"a result whose call is in an earlier file", sessionResult, FormatClaudeSession, nil},
@@ -124,22 +124,28 @@ func TestTranscriptReplaysThroughTheProcessor(t *testing.T) {
 	res, err := Run(context.Background(), cfg, batches)
 	require.NoError(t, err)
 	require.Len(t, res.Calls, 3)
-	for _, c := range res.Calls {
+	// The subagent's call is tracked on its own, under a key of its own.
+	for i, want := range []string{"s1", "s1/a1", "s1"} {
+		c := res.Calls[i]
 		require.Equal(t, "claude_code", c.Client)
-		require.Equal(t, "s1", c.Session)
+		require.Equal(t, want, c.Session)
 		require.False(t, c.NameOnly)
 	}
 	require.True(t, res.Calls[2].Failed)
 	require.NotEqual(t, res.Calls[0].Fingerprint, uint64(0), "the result is read as the call's evidence")
 	sum := Summarize(cfg, in, res)
+	require.Len(t, sum.Sessions, 2)
 	require.Equal(t, main, sum.Sessions[0].Transcript)
+	require.Equal(t, SessionSummary{Session: "s1/a1", Client: "claude_code", Calls: 1, FinalState: "working",
+		Transcript: filepath.Join(sub, "agent-a1.jsonl"), ParentSession: "s1", StartedBy: "toolu_task"}, sum.Sessions[1])
 	require.Equal(t, int64(3), sum.Read.TranscriptCalls)
 }
 
 // FuzzReadTranscript: no input makes the reader panic, and what it accepts
 // replays as one record per call.
 func FuzzReadTranscript(f *testing.F) {
-	for _, s := range []string{sessionUse + "\n" + sessionResult, sessionFail, streamInit + "\n" + streamUse + "\n" + streamRes, `{"type":"x"}`, "{}"} {
+	for _, s := range []string{sessionUse + "\n" + sessionResult, sessionFail, streamInit + "\n" + streamUse + "\n" + streamRes, `{"type":"x"}`, "{}",
+		geminiMeta + "\n" + geminiEarly + "\n" + geminiUse + "\n" + geminiSet + "\n" + geminiFail} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -156,4 +162,55 @@ func FuzzReadTranscript(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Gemini CLI session lines in the shapes 0.61 writes: metadata, a gemini
+// message written twice (the later copy with its tool calls), a $set
+// update, a failed call.
+const (
+	geminiMeta  = `{"sessionId":"6a0c5d9e-dd2a-44ab-b336-9fc4cbcc0d45","projectHash":"p","startTime":"2026-12-02T04:43:21.730Z","kind":"main"}`
+	geminiEarly = `{"id":"m1","timestamp":"2026-12-02T04:43:22.466Z","type":"gemini","content":"","model":"gemini-2.5-flash"}`
+	geminiUse   = `{"id":"m1","timestamp":"2026-12-02T04:43:22.466Z","type":"gemini","content":"","toolCalls":[{"id":"run_shell_command__1","name":"run_shell_command","args":{"command":"ls"},"result":[{"functionResponse":{"id":"run_shell_command__1","name":"run_shell_command","response":{"output":"a.txt"}}}],"status":"success","timestamp":"2026-12-02T04:43:23.161Z"}]}`
+	geminiSet   = `{"$set":{"lastUpdated":"2026-12-02T04:43:23.2Z"}}`
+	geminiFail  = `{"id":"m2","timestamp":"2026-12-02T04:43:24Z","type":"gemini","toolCalls":[{"id":"read_file__2","name":"read_file","args":{"file_path":"x"},"result":[{"functionResponse":{"id":"read_file__2","name":"read_file","response":{"error":"File not found."}}}],"status":"error","timestamp":"2026-12-02T04:43:24.5Z"}]}`
+)
+
+func TestReadGemini(t *testing.T) {
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339Nano, s)
+		require.NoError(t, err)
+		return v
+	}
+	const sid = "6a0c5d9e-dd2a-44ab-b336-9fc4cbcc0d45"
+	shell := TranscriptCall{Session: sid, ID: "run_shell_command__1", Tool: "run_shell_command", Input: []byte(`{"command":"ls"}`),
+		Result: "a.txt", HasResult: true, Start: at("2026-12-02T04:43:22.466Z"), End: at("2026-12-02T04:43:23.161Z"),
+		Source: "f:2", Client: clientGemini, Status: "success"}
+	for _, tc := range []struct {
+		name, input string
+		want        []TranscriptCall
+	}{
+		{"a message written twice keeps the later copy", geminiMeta + "\n" + geminiEarly + "\n" + geminiUse + "\n" + geminiSet, []TranscriptCall{func() TranscriptCall { c := shell; c.Source = "f:3"; return c }()}},
+		{"a failed call", geminiMeta + "\n" + geminiFail, []TranscriptCall{{Session: sid, ID: "read_file__2", Tool: "read_file", Input: []byte(`{"file_path":"x"}`),
+			Result: "File not found.", HasResult: true, IsError: true, Start: at("2026-12-02T04:43:24Z"), End: at("2026-12-02T04:43:24.5Z"),
+			Source: "f:2", Client: clientGemini, Status: "error"}}},
+		{"a $set restating the messages adds no second call", geminiMeta + "\n" + geminiUse + "\n" + `{"$set":{"messages":[` + geminiUse + `]}}`, []TranscriptCall{shell}},
+		{"the older one-document .json", "{\n" + strings.TrimPrefix(strings.TrimSuffix(geminiMeta, "}"), "{") + ",\n\"messages\": [" + geminiUse + "]\n}", []TranscriptCall{func() TranscriptCall { c := shell; c.Source = "f:1"; return c }()}},
+		{"no tool calls", geminiMeta + "\n" + geminiEarly + "\n" + `{"$rewindTo":"m1"}`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls, err := readGemini([]byte(tc.input), "f")
+			require.NoError(t, err)
+			require.Equal(t, tc.want, calls)
+		})
+	}
+	for _, tc := range []struct{ name, input, want string }{
+		{"not JSON", geminiMeta + "\n{not json", "f:2: not a Gemini CLI session line"},
+		{"bad timestamp", geminiMeta + "\n" + strings.Replace(geminiUse, "2026-12-02T04:43:22.466Z", "later", 1), "f:2: not a Gemini CLI session line: timestamp"},
+		{"a call without an id", geminiMeta + "\n" + `{"id":"m","type":"gemini","toolCalls":[{"name":"glob"}]}`, "f:2: not a Gemini CLI session line: a tool call without an id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := &Input{}
+			require.ErrorContains(t, in.Add(strings.NewReader(tc.input), "f"), tc.want)
+		})
+	}
 }
