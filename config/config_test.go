@@ -79,9 +79,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+func execValidate(bin, file string) *exec.Cmd {
+	return exec.Command(bin, "validate", "--config=file:"+file)
+}
+
 func validate(t *testing.T, bin, file string, env []string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(bin, "validate", "--config=file:"+file)
+	cmd := execValidate(bin, file)
 	cmd.Env = append(append(os.Environ(), testEnv...), env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err

@@ -277,6 +277,7 @@ type helmValues struct {
 	Resources        any              `yaml:"resources,omitempty"`
 	TerminationGrace any              `yaml:"terminationGracePeriodSeconds,omitempty"`
 	StatefulSet      *helmStatefulSet `yaml:"statefulset,omitempty"`
+	ExtraVolumes     any              `yaml:"extraVolumes,omitempty"`
 	ExtraVolumeMount any              `yaml:"extraVolumeMounts,omitempty"`
 }
 
@@ -320,6 +321,10 @@ func helmGateway(dep Obj, images map[string]Image, config string) ([]byte, error
 		ServiceAccount: &helmSA{Create: false, Name: Str(dep, "spec", "template", "spec", "serviceAccountName")},
 		Ports:          helmPorts(dep),
 		Resources:      Get(container(dep), "resources"),
+		PodSecurity:    Get(dep, "spec", "template", "spec", "securityContext"),
+		// The CA of tier 2's certificate, from its Secret.
+		ExtraVolumes:     secretVolumes(dep),
+		ExtraVolumeMount: secretMounts(dep),
 	}
 	head := generatedBy + "gateway.yaml and\n# " + GatewayConfig + ": edit those, not this file.\n" +
 		"#\n# Tier 1 with the upstream chart (open-telemetry/opentelemetry-collector), after\n" +
@@ -353,7 +358,9 @@ func helmTier2(sts Obj, images map[string]Image, config string) ([]byte, error) 
 			VolumeClaimTemplates: Get(sts, "spec", "volumeClaimTemplates"),
 			PodManagementPolicy:  Str(sts, "spec", "podManagementPolicy"),
 		},
-		ExtraVolumeMount: claimMounts(sts),
+		// The TLS certificate and key from their Secret.
+		ExtraVolumes:     secretVolumes(sts),
+		ExtraVolumeMount: append(claimMounts(sts), secretMounts(sts)...),
 	}
 	head := generatedBy + "tier2.yaml (StatefulSet and\n# ConfigMap " + Tier2Name + "): edit that, not this file.\n" +
 		"#\n# Tier 2 with the upstream chart (open-telemetry/opentelemetry-collector), after\n" +
@@ -362,6 +369,33 @@ func helmTier2(sts Obj, images map[string]Image, config string) ([]byte, error) 
 		"# The release's headless Service is " + Tier2Name + ", the one the gateway's resolver\n" +
 		"# watches; alert_sink's queue is on the volume claim template.\n"
 	return values(head, v, config)
+}
+
+// secretVolumes are the workload's volumes of Secrets (TLS material); the
+// chart and the operator add their own ConfigMap volume for the config.
+func secretVolumes(w Obj) []any {
+	var out []any
+	for _, v := range List(w, "spec", "template", "spec", "volumes") {
+		if Get(v, "secret") != nil {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// secretMounts are the container's mounts of secretVolumes.
+func secretMounts(w Obj) []any {
+	secrets := map[string]bool{}
+	for _, v := range secretVolumes(w) {
+		secrets[Str(v, "name")] = true
+	}
+	var out []any
+	for _, vm := range List(container(w), "volumeMounts") {
+		if secrets[Str(vm, "name")] {
+			out = append(out, vm)
+		}
+	}
+	return out
 }
 
 // claimMounts are the container's mounts of the StatefulSet's volume claim
@@ -421,6 +455,7 @@ type operatorSpec struct {
 	Resources            any    `yaml:"resources,omitempty"`
 	TerminationGrace     any    `yaml:"terminationGracePeriodSeconds,omitempty"`
 	VolumeClaimTemplates any    `yaml:"volumeClaimTemplates,omitempty"`
+	Volumes              any    `yaml:"volumes,omitempty"`
 	VolumeMounts         any    `yaml:"volumeMounts,omitempty"`
 }
 
@@ -451,7 +486,8 @@ func operatorTier2(sts, svc Obj, images map[string]Image, config string) ([]byte
 			Resources:            Get(container(sts), "resources"),
 			TerminationGrace:     Get(spec, "terminationGracePeriodSeconds"),
 			VolumeClaimTemplates: Get(sts, "spec", "volumeClaimTemplates"),
-			VolumeMounts:         claimMounts(sts),
+			Volumes:              secretVolumes(sts),
+			VolumeMounts:         append(claimMounts(sts), secretMounts(sts)...),
 		},
 	}
 	// The headless Service of the plain manifests, selecting the operator's

@@ -22,7 +22,11 @@ type ports struct{ grpc, http, health, metrics int }
 // does with `docker run -e`. tmp is a scratch directory.
 var runEnv = map[string]func(t *testing.T, p ports, tmp string) []string{
 	"otelcol-loop": func(t *testing.T, p ports, tmp string) []string {
+		// The receivers serve TLS only: the files a user mounts.
+		cert, key := testproc.SelfSignedCert(t, t.TempDir(), "127.0.0.1")
 		return []string{
+			"LOOP_TLS_CERT_FILE=" + cert,
+			"LOOP_TLS_KEY_FILE=" + key,
 			fmt.Sprintf("LOOP_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", p.grpc),
 			fmt.Sprintf("LOOP_OTLP_HTTP_ENDPOINT=127.0.0.1:%d", p.http),
 			fmt.Sprintf("LOOP_HEALTH_ENDPOINT=127.0.0.1:%d", p.health),
@@ -36,7 +40,12 @@ var runEnv = map[string]func(t *testing.T, p ports, tmp string) []string{
 		}
 	},
 	"otelcol-loop-gateway": func(t *testing.T, p ports, tmp string) []string {
+		cert, key := testproc.SelfSignedCert(t, t.TempDir(), "127.0.0.1")
 		return []string{
+			"LOOP_GATEWAY_TLS_CERT_FILE=" + cert,
+			"LOOP_GATEWAY_TLS_KEY_FILE=" + key,
+			// Tier 2's CA: any certificate will do, nothing answers there.
+			"LOOP_TIER2_CA_FILE=" + cert,
 			fmt.Sprintf("LOOP_GATEWAY_GRPC_ENDPOINT=127.0.0.1:%d", p.grpc),
 			fmt.Sprintf("LOOP_GATEWAY_HTTP_ENDPOINT=127.0.0.1:%d", p.http),
 			"LOOP_OTLP_TOKEN=image-test-otlp-token-0123456789",

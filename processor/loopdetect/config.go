@@ -67,6 +67,10 @@ type Config struct {
 	// Usually ${env:LOOPDETECT_DIGEST_KEY}. Default empty (digests still
 	// keyed, but with an empty key: set one in production).
 	DigestKey configopaque.String `mapstructure:"digest_key"`
+	// RequireDigestKey makes an empty digest_key a configuration error
+	// instead of unkeyed digests in events that leave the process. Default
+	// false; every shipped configuration that is not loopback-only sets it.
+	RequireDigestKey bool `mapstructure:"require_digest_key"`
 	// TickInterval is how often timers (lease expiry, backstop, idle
 	// expiry) are checked. Default 1s.
 	TickInterval time.Duration `mapstructure:"tick_interval"`
@@ -342,6 +346,10 @@ func (c *Config) Validate() error {
 	}
 	if c.TickInterval <= 0 {
 		errs = append(errs, fmt.Errorf("tick_interval must be positive, got %s", c.TickInterval))
+	}
+	if c.RequireDigestKey && c.DigestKey == "" {
+		// Never the key itself: only that it is missing.
+		errs = append(errs, errors.New("digest_key is empty but require_digest_key is true: set it, usually through ${env:LOOPDETECT_DIGEST_KEY}"))
 	}
 	if c.Normalizer.MaxCanonicalBytes < 1 {
 		errs = append(errs, fmt.Errorf("normalizer.max_canonical_bytes must be ≥ 1, got %d", c.Normalizer.MaxCanonicalBytes))

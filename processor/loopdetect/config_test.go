@@ -77,3 +77,44 @@ func TestDefaultsMatchTheEngine(t *testing.T) {
 	def := engine.DefaultConfig()
 	assert.Equal(t, def, ec)
 }
+
+// TestRequireDigestKey: with require_digest_key an empty digest_key (an
+// unset ${env:LOOPDETECT_DIGEST_KEY}) is a configuration error naming the
+// key and the variable; a set key passes and is never printed. Off by
+// default, so local configurations keep working without one.
+func TestRequireDigestKey(t *testing.T) {
+	const key = "digest-key-that-must-not-be-printed"
+	for _, tt := range []struct {
+		name    string
+		conf    map[string]any
+		wantErr bool
+	}{
+		{"default: not required", map[string]any{}, false},
+		{"not required, empty", map[string]any{"digest_key": ""}, false},
+		{"required, missing", map[string]any{"require_digest_key": true}, true},
+		{"required, empty", map[string]any{"require_digest_key": true, "digest_key": ""}, true},
+		{"required, set", map[string]any{"require_digest_key": true, "digest_key": key}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := NewFactory().CreateDefaultConfig().(*Config)
+			require.NoError(t, confmap.NewFromStringMap(tt.conf).Unmarshal(cfg))
+			err := confmap.Validate(cfg)
+			if !tt.wantErr {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			for _, want := range []string{"digest_key is empty", "require_digest_key", "LOOPDETECT_DIGEST_KEY"} {
+				assert.ErrorContains(t, err, want)
+			}
+		})
+	}
+	assert.False(t, createDefaultConfig().RequireDigestKey)
+	// A wrong key elsewhere reports its own error, without the digest key.
+	cfg := createDefaultConfig()
+	cfg.RequireDigestKey, cfg.DigestKey, cfg.TickInterval = true, key, 0
+	err := confmap.Validate(cfg)
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), key)
+	assert.NotContains(t, err.Error(), "digest_key")
+}
