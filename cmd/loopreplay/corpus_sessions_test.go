@@ -29,9 +29,6 @@ type step struct {
 	turn  agentcli.Turn
 	until func(result string) bool
 	max   int
-	// sub, on a Task call, is the subagent's script, answered to the
-	// conversations whose prompt is the Task's.
-	sub *script
 }
 
 // script is a model that plays its steps in order, one per tool result,
@@ -86,10 +83,6 @@ func (s *script) Next(c agentcli.Conversation) agentcli.Turn {
 	}
 	return agentcli.Done("done")
 }
-
-// calls is how many tool calls the script makes when every poll ends at
-// its first try (a lower bound).
-func (s *script) calls() int { return len(s.steps) }
 
 // work builds scripts from the things an agent does in shopRepo.
 type work struct {
