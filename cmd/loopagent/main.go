@@ -64,7 +64,53 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	var c config
+	c, code, ok := parseFlags(args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	a := &agentRun{c: c, stdout: stdout}
+	a.logf = func(format string, args ...any) { fmt.Fprintf(stderr, "loopagent: "+format+"\n", args...) }
+
+	var sc scenario.Scenario
+	if !c.load {
+		var err error
+		if sc, err = scenario.Get(c.scenario); err != nil {
+			a.logf("%v", err)
+			return 2
+		}
+	}
+	if c.speed <= 0 {
+		a.logf("--speed must be > 0")
+		return 2
+	}
+
+	// Signals: the first SIGTERM/SIGINT cancels the run; spans are ended and
+	// flushed before exit.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := a.cancelOnSignal(ctx, cancel)
+	defer stop()
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(a.reportErr))
+
+	exp, endpoint, err := newExporter(ctx, c)
+	if err != nil {
+		a.logf("exporter: %v", err)
+		return 1
+	}
+	res, err := newResource(ctx)
+	if err != nil {
+		a.logf("resource: %v", err) // partial resource is still usable
+	}
+	a.tp = newTracerProvider(exp, res, c.load)
+	if c.load {
+		return a.runLoad(ctx, endpoint)
+	}
+	return a.runScenario(ctx, sc, endpoint)
+}
+
+// parseFlags reads the command line into a config. When ok is false the
+// command is done (--help, --list or a bad flag) and code is its exit code.
+func parseFlags(args []string, stdout, stderr io.Writer) (c config, code int, ok bool) {
 	fs := flag.NewFlagSet("loopagent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.endpoint, "endpoint", "", "OTLP endpoint host:port or URL (default $OTEL_EXPORTER_OTLP_ENDPOINT, else 127.0.0.1:4318 for http, 127.0.0.1:4317 for grpc)")
@@ -95,124 +141,124 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return c, 0, false
 		}
-		return 2
+		return c, 2, false
 	}
 	if c.list {
 		for _, s := range scenario.All() {
 			fmt.Fprintf(stdout, "%s\t%s\n", s.Name, s.Description)
 		}
-		return 0
+		return c, 0, false
 	}
-	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "loopagent: "+format+"\n", a...) }
+	return c, 0, true
+}
 
-	var sc scenario.Scenario
-	if !c.load {
-		var err error
-		if sc, err = scenario.Get(c.scenario); err != nil {
-			logf("%v", err)
-			return 2
-		}
-	}
-	if c.speed <= 0 {
-		logf("--speed must be > 0")
-		return 2
-	}
+// agentRun is one run of the agent once its flags are read: where it logs
+// and writes its result, its tracer provider and its export errors.
+type agentRun struct {
+	c            config
+	stdout       io.Writer
+	logf         func(format string, args ...any)
+	tp           *sdktrace.TracerProvider
+	exportErrors atomic.Int64
+	gotSig       atomic.Value
+}
 
-	// Signals: the first SIGTERM/SIGINT cancels the run; spans are ended and
-	// flushed before exit.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+// cancelOnSignal cancels ctx on the first SIGTERM or SIGINT and remembers
+// which one came. The returned func stops listening.
+func (a *agentRun) cancelOnSignal(ctx context.Context, cancel context.CancelFunc) (stop func()) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(sigs)
-	var gotSig atomic.Value
 	go func() {
 		select {
 		case s := <-sigs:
-			gotSig.Store(s)
+			a.gotSig.Store(s)
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
+	return func() { signal.Stop(sigs) }
+}
 
-	var exportErrors atomic.Int64
-	reportErr := func(err error) {
-		if n := exportErrors.Add(1); n <= 3 {
-			logf("export error: %v", err)
-		} else if n == 4 {
-			logf("further export errors suppressed")
-		}
+// reportErr logs the first three export errors and counts them all.
+func (a *agentRun) reportErr(err error) {
+	if n := a.exportErrors.Add(1); n <= 3 {
+		a.logf("export error: %v", err)
+	} else if n == 4 {
+		a.logf("further export errors suppressed")
 	}
-	otel.SetErrorHandler(otel.ErrorHandlerFunc(reportErr))
+}
 
-	exp, endpoint, err := newExporter(ctx, c)
-	if err != nil {
-		logf("exporter: %v", err)
-		return 1
-	}
-	res, err := newResource(ctx)
-	if err != nil {
-		logf("resource: %v", err) // partial resource is still usable
-	}
+// newTracerProvider batches spans to exp: in load mode with a queue and
+// batches sized for thousands of spans a second.
+func newTracerProvider(exp sdktrace.SpanExporter, res *resource.Resource, load bool) *sdktrace.TracerProvider {
 	var bsp []sdktrace.BatchSpanProcessorOption
-	if c.load {
+	if load {
 		bsp = []sdktrace.BatchSpanProcessorOption{sdktrace.WithMaxQueueSize(1 << 16),
 			sdktrace.WithMaxExportBatchSize(2048), sdktrace.WithBatchTimeout(200 * time.Millisecond)}
 	} else {
 		bsp = []sdktrace.BatchSpanProcessorOption{sdktrace.WithBatchTimeout(100 * time.Millisecond)}
 	}
-	tp := sdktrace.NewTracerProvider(
+	return sdktrace.NewTracerProvider(
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.AlwaysSample()),
 		sdktrace.WithBatcher(exp, bsp...),
 	)
-	shutdown := func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer scancel()
-		if err := tp.Shutdown(sctx); err != nil {
-			reportErr(err)
-		}
-	}
+}
 
-	if c.load {
-		logf("load: %d sessions, %.0f spans/s for %v to %s (%s)", c.sessions, c.rate, c.duration, endpoint, c.protocol)
-		// Conversation ids must not collide with an earlier run's sessions:
-		// --session-id is their prefix, else a random run id.
-		prefix := c.sessionID
-		if prefix == "" {
-			var b [4]byte
-			_, _ = rand.Read(b[:])
-			prefix = "load-" + hex.EncodeToString(b[:])
-		}
-		st, err := load.Run(ctx, tp, load.Options{Sessions: c.sessions, Rate: c.rate, Duration: c.duration,
-			LoopFraction: c.loopFraction, Seed: c.seed, SessionPrefix: prefix})
-		shutdown()
-		if err != nil {
-			logf("%v", err)
-			return 2
-		}
-		out := struct {
-			Status string `json:"status"`
-			Mode   string `json:"mode"`
-			load.Stats
-			ExportErrors int64 `json:"export_errors"`
-		}{"ok", "load", st, exportErrors.Load()}
-		if ctx.Err() != nil {
-			out.Status = "interrupted"
-		}
-		return printJSON(stdout, out)
+// shutdown flushes and stops the tracer provider, for at most 10 seconds.
+func (a *agentRun) shutdown() {
+	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer scancel()
+	if err := a.tp.Shutdown(sctx); err != nil {
+		a.reportErr(err)
 	}
+}
 
-	logf("scenario %s (agent %s) to %s (%s), speed x%g, pid %d", sc.Name, sc.Agent, endpoint, c.protocol, c.speed, os.Getpid())
+// runLoad emits the benchmark span mix and prints its statistics.
+func (a *agentRun) runLoad(ctx context.Context, endpoint string) int {
+	c := a.c
+	a.logf("load: %d sessions, %.0f spans/s for %v to %s (%s)", c.sessions, c.rate, c.duration, endpoint, c.protocol)
+	// Conversation ids must not collide with an earlier run's sessions:
+	// --session-id is their prefix, else a random run id.
+	prefix := c.sessionID
+	if prefix == "" {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		prefix = "load-" + hex.EncodeToString(b[:])
+	}
+	st, err := load.Run(ctx, a.tp, load.Options{Sessions: c.sessions, Rate: c.rate, Duration: c.duration,
+		LoopFraction: c.loopFraction, Seed: c.seed, SessionPrefix: prefix})
+	a.shutdown()
+	if err != nil {
+		a.logf("%v", err)
+		return 2
+	}
+	out := struct {
+		Status string `json:"status"`
+		Mode   string `json:"mode"`
+		load.Stats
+		ExportErrors int64 `json:"export_errors"`
+	}{"ok", "load", st, a.exportErrors.Load()}
+	if ctx.Err() != nil {
+		out.Status = "interrupted"
+	}
+	return printJSON(a.stdout, out)
+}
+
+// runScenario plays sc and prints its result line, or exits 143/130
+// without one when a signal ended it.
+func (a *agentRun) runScenario(ctx context.Context, sc scenario.Scenario, endpoint string) int {
+	c := a.c
+	a.logf("scenario %s (agent %s) to %s (%s), speed x%g, pid %d", sc.Name, sc.Agent, endpoint, c.protocol, c.speed, os.Getpid())
 	opts := scenario.Options{
 		Speed: c.speed, MaxCalls: c.maxCalls, SessionID: c.sessionID,
 		NoEvidence: c.noEvidence, NoContent: c.noContent, Model: c.model,
 		Flush: func(ctx context.Context) error {
-			err := tp.ForceFlush(ctx)
+			err := a.tp.ForceFlush(ctx)
 			if err != nil {
-				reportErr(err)
+				a.reportErr(err)
 			}
 			return err
 		},
@@ -223,24 +269,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if ci.Call.ErrorType != "" {
 				status = "error " + ci.Call.ErrorType
 			}
-			logf("call %d %s %s -> %s (trace %s span %s)", ci.Index, ci.Call.Tool, ci.Call.Args, status, ci.TraceID, ci.SpanID)
+			a.logf("call %d %s %s -> %s (trace %s span %s)", ci.Index, ci.Call.Tool, ci.Call.Args, status, ci.TraceID, ci.SpanID)
 		}
 	}
-	result, err := scenario.Run(ctx, tp, sc, opts)
-	shutdown()
+	result, err := scenario.Run(ctx, a.tp, sc, opts)
+	a.shutdown()
 	if err != nil {
-		logf("%v", err)
+		a.logf("%v", err)
 		return 1
 	}
 	if result.Stop == "canceled" {
 		code := 143
-		if s, _ := gotSig.Load().(os.Signal); s == syscall.SIGINT {
+		if s, _ := a.gotSig.Load().(os.Signal); s == syscall.SIGINT {
 			code = 130
 		}
-		logf("terminated by signal after %d tool calls; spans flushed", result.Calls)
+		a.logf("terminated by signal after %d tool calls; spans flushed", result.Calls)
 		return code
 	}
-	return printJSON(stdout, map[string]any{
+	return printJSON(a.stdout, map[string]any{
 		"status":        "ok",
 		"scenario":      result.Scenario,
 		"agent":         result.Agent,
@@ -250,7 +296,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"trace_id":      result.TraceID,
 		"session_id":    result.SessionID,
 		"elapsed_s":     roundMillis(result.Elapsed),
-		"export_errors": exportErrors.Load(),
+		"export_errors": a.exportErrors.Load(),
 		"pid":           os.Getpid(),
 	})
 }

@@ -22,20 +22,10 @@ const requestsMetric = "otelcol_alertsink_webhook_requests"
 // TestStatusMatrix sends one kill per case; the receiver answers the first
 // attempt with the case's outcome and every later attempt with 200.
 func TestStatusMatrix(t *testing.T) {
-	type tc struct {
-		name string
-		// first answers the first attempt.
-		first   func(w http.ResponseWriter, r *http.Request)
-		code    string // the code label of the first attempt
-		retried bool
-		result  string // result label of the first attempt
-		minGap  time.Duration
-		timeout time.Duration
-	}
 	status := func(code int) func(http.ResponseWriter, *http.Request) {
 		return func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(code) }
 	}
-	cases := []tc{
+	cases := []statusCase{
 		{name: "200", first: status(200), code: "200", result: resultDelivered},
 		{name: "202", first: status(202), code: "202", result: resultDelivered},
 		{name: "204", first: status(204), code: "204", result: resultDelivered},
@@ -86,60 +76,7 @@ func TestStatusMatrix(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			var attempts, moved atomic.Int64
-			times := make(chan time.Time, 10)
-			mux := http.NewServeMux()
-			mux.HandleFunc("/moved", func(w http.ResponseWriter, _ *http.Request) { moved.Add(1); w.WriteHeader(200) })
-			mux.HandleFunc("/kill", func(w http.ResponseWriter, r *http.Request) {
-				times <- time.Now()
-				if attempts.Add(1) == 1 {
-					c.first(w, r)
-					return
-				}
-				w.WriteHeader(200)
-			})
-			done := make(chan struct{})
-			base := serve(t, withDone(mux, done))
-			t.Cleanup(func() { close(done) })
-			tel := componenttest.NewTelemetry()
-			t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
-			cfg := testConfig(base + "/kill")
-			if c.timeout > 0 {
-				cfg.TimeoutConfig.Timeout = c.timeout
-			}
-			exp := startTraces(t, cfg, metadatatest.NewSettings(tel))
-
-			require.NoError(t, exp.ConsumeTraces(context.Background(), tracesWith(killEvent("ld_m_"+c.name, time.Now()))))
-
-			want := int64(1)
-			if c.retried {
-				want = 2
-			}
-			assert.Equal(t, want, attempts.Load(), "attempts")
-			assert.Zero(t, moved.Load(), "a redirect must not be followed")
-			assert.Equal(t, int64(1), sumCounter(t, tel, requestsMetric,
-				attribute.String("destination", "kill"), attribute.String("code", c.code), attribute.String("result", c.result)))
-			if c.retried {
-				assert.Equal(t, int64(1), sumCounter(t, tel, requestsMetric,
-					attribute.String("code", "200"), attribute.String("result", resultDelivered)))
-				first, second := <-times, <-times
-				if c.minGap > 0 {
-					assert.GreaterOrEqual(t, second.Sub(first), c.minGap, "Retry-After not honoured")
-				}
-			}
-			switch c.result {
-			case resultRejected:
-				assert.Equal(t, int64(1), sumCounter(t, tel, "otelcol_alertsink_records_dropped",
-					attribute.String("destination", "kill"), attribute.String("reason", "rejected")))
-			case resultDisabled:
-				assert.Equal(t, int64(1), sumCounter(t, tel, "otelcol_alertsink_endpoints_disabled",
-					attribute.String("destination", "kill")))
-				// The endpoint is disabled: the next kill is not sent.
-				require.NoError(t, exp.ConsumeTraces(context.Background(), tracesWith(killEvent("ld_m_after410", time.Now()))))
-				assert.Equal(t, int64(1), attempts.Load())
-				assert.Equal(t, int64(2), sumCounter(t, tel, "otelcol_alertsink_records_dropped",
-					attribute.String("destination", "kill"), attribute.String("reason", "disabled")))
-			}
+			runStatusCase(t, c)
 		})
 	}
 	t.Run("connection-refused", func(t *testing.T) {
@@ -154,6 +91,78 @@ func TestStatusMatrix(t *testing.T) {
 		assert.GreaterOrEqual(t, sumCounter(t, tel, requestsMetric,
 			attribute.String("code", "connection_error"), attribute.String("result", resultRetry)), int64(2))
 	})
+}
+
+// statusCase is one first answer of the kill receiver and how alert_sink
+// must count and treat it.
+type statusCase struct {
+	name string
+	// first answers the first attempt.
+	first   func(w http.ResponseWriter, r *http.Request)
+	code    string // the code label of the first attempt
+	retried bool
+	result  string // result label of the first attempt
+	minGap  time.Duration
+	timeout time.Duration
+}
+
+// runStatusCase sends one kill to a receiver that answers the first
+// attempt as c says and every later attempt with 200.
+func runStatusCase(t *testing.T, c statusCase) {
+	var attempts, moved atomic.Int64
+	times := make(chan time.Time, 10)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/moved", func(w http.ResponseWriter, _ *http.Request) { moved.Add(1); w.WriteHeader(200) })
+	mux.HandleFunc("/kill", func(w http.ResponseWriter, r *http.Request) {
+		times <- time.Now()
+		if attempts.Add(1) == 1 {
+			c.first(w, r)
+			return
+		}
+		w.WriteHeader(200)
+	})
+	done := make(chan struct{})
+	base := serve(t, withDone(mux, done))
+	t.Cleanup(func() { close(done) })
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	cfg := testConfig(base + "/kill")
+	if c.timeout > 0 {
+		cfg.TimeoutConfig.Timeout = c.timeout
+	}
+	exp := startTraces(t, cfg, metadatatest.NewSettings(tel))
+
+	require.NoError(t, exp.ConsumeTraces(context.Background(), tracesWith(killEvent("ld_m_"+c.name, time.Now()))))
+
+	want := int64(1)
+	if c.retried {
+		want = 2
+	}
+	assert.Equal(t, want, attempts.Load(), "attempts")
+	assert.Zero(t, moved.Load(), "a redirect must not be followed")
+	assert.Equal(t, int64(1), sumCounter(t, tel, requestsMetric,
+		attribute.String("destination", "kill"), attribute.String("code", c.code), attribute.String("result", c.result)))
+	if c.retried {
+		assert.Equal(t, int64(1), sumCounter(t, tel, requestsMetric,
+			attribute.String("code", "200"), attribute.String("result", resultDelivered)))
+		first, second := <-times, <-times
+		if c.minGap > 0 {
+			assert.GreaterOrEqual(t, second.Sub(first), c.minGap, "Retry-After not honoured")
+		}
+	}
+	switch c.result {
+	case resultRejected:
+		assert.Equal(t, int64(1), sumCounter(t, tel, "otelcol_alertsink_records_dropped",
+			attribute.String("destination", "kill"), attribute.String("reason", "rejected")))
+	case resultDisabled:
+		assert.Equal(t, int64(1), sumCounter(t, tel, "otelcol_alertsink_endpoints_disabled",
+			attribute.String("destination", "kill")))
+		// The endpoint is disabled: the next kill is not sent.
+		require.NoError(t, exp.ConsumeTraces(context.Background(), tracesWith(killEvent("ld_m_after410", time.Now()))))
+		assert.Equal(t, int64(1), attempts.Load())
+		assert.Equal(t, int64(2), sumCounter(t, tel, "otelcol_alertsink_records_dropped",
+			attribute.String("destination", "kill"), attribute.String("reason", "disabled")))
+	}
 }
 
 // gone answers 410 signed with secret, its timestamp skew from now.

@@ -76,7 +76,7 @@ func (p ClaudeProject) Env(model *Server, otlp string) []string {
 	return env
 }
 
-// Args is `claude -p prompt` in stream-json, with the tools the scripted
+// ClaudeArgs is `claude -p prompt` in stream-json, with the tools the scripted
 // models use allowed (headless runs cannot ask for permission).
 func ClaudeArgs(bin, prompt string) []string {
 	return []string{bin, "-p", prompt, "--output-format", "stream-json", "--verbose",

@@ -187,6 +187,8 @@ func num(v any) int {
 // resource name the same images (the kustomization's, which are the ones
 // `make image` builds), the same Services, ports, environment and volume
 // paths, and those agree with the embedded configurations.
+//
+//nolint:funlen // A checklist comparing the three deployment forms field by field.
 func TestFormsAgree(t *testing.T) {
 	r := root(t)
 	m, err := dg.Manifests(r)

@@ -75,6 +75,8 @@ type resultLine struct {
 // 21 (same call x5 of the last 10); alert_sink delivers one signed kill; the
 // supervisor verifies it, stops the agent's process group and writes the
 // error result line; the exported traces carry both transition events.
+//
+//nolint:funlen // The whole story read top to bottom: its steps share the collector, supervisor and agent it starts.
 func TestSeed000LoopIsKilled(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

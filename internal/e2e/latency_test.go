@@ -39,6 +39,8 @@ import (
 // one process's monotonic clock. The webhook's decided_at (the collector's
 // wall clock when loop_detect decided) splits the interval in two.
 // LOOP_E2E_LATENCY_SPEED (default 40) compresses the agent's time.
+//
+//nolint:funlen // One measurement read top to bottom: its steps share the processes and the clock it starts.
 func TestKillLatency(t *testing.T) {
 	runs, _ := strconv.Atoi(os.Getenv("LOOP_E2E_LATENCY_RUNS"))
 	if runs <= 0 {

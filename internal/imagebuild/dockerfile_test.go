@@ -150,6 +150,8 @@ func jsonArgs(t *testing.T, what, s string) []string {
 // exposed ports, labels), copies the binary, the baked configuration and the
 // shared base files to the same paths, and compiles with the same module,
 // flags and environment.
+//
+//nolint:funlen // A checklist comparing the Dockerfile with the daemonless build field by field.
 func TestDockerfileMatchesImageBuild(t *testing.T) {
 	root, err := testproc.RepoRoot()
 	if err != nil {

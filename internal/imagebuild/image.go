@@ -188,33 +188,11 @@ func Build(ctx context.Context, o Options) (Summary, error) {
 		built := Built{Name: im.Name, Ref: ref, Version: dist.Version, Layout: filepath.Join("oci", im.Name)}
 		idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 		for _, p := range Platforms {
-			bin := filepath.Join("bin", p.OS+"_"+p.Arch, im.Name)
-			start := time.Now()
-			if err := BuildBinary(ctx, o.Root, im, p, filepath.Join(o.Out, bin)); err != nil {
-				return sum, err
-			}
-			logf("built %s for %s in %s", im.Name, p, time.Since(start).Round(100*time.Millisecond))
-			binary, err := os.ReadFile(filepath.Join(o.Out, bin))
+			img, bp, err := buildPlatform(ctx, o, im, p, base, config, labels, tag, logf)
 			if err != nil {
 				return sum, err
 			}
-			img, err := platformImage(im, p, base, binary, config, labels, o.Revision.Time)
-			if err != nil {
-				return sum, fmt.Errorf("%s %s: %w", im.Name, p, err)
-			}
-			tarPath := filepath.Join("docker", im.Name+"-"+p.OS+"-"+p.Arch+".tar")
-			if err := writeTarball(filepath.Join(o.Out, tarPath), tag, img); err != nil {
-				return sum, fmt.Errorf("%s %s: %w", im.Name, p, err)
-			}
-			d, err := img.Digest()
-			if err != nil {
-				return sum, err
-			}
-			size, err := ImageSize(img)
-			if err != nil {
-				return sum, err
-			}
-			built.Platforms = append(built.Platforms, BuiltPlatform{Platform: p.String(), Digest: d.String(), Size: size, Binary: bin, Tarball: tarPath})
+			built.Platforms = append(built.Platforms, bp)
 			idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
 				Platform: &v1.Platform{OS: p.OS, Architecture: p.Arch, Variant: p.Variant},
 			}})
@@ -236,6 +214,38 @@ func Build(ctx context.Context, o Options) (Summary, error) {
 		return sum, err
 	}
 	return sum, os.WriteFile(filepath.Join(o.Out, SummaryFile), append(b, '\n'), 0o644)
+}
+
+// buildPlatform cross-compiles im's binary for p, assembles its image and
+// writes its docker tarball under o.Out.
+func buildPlatform(ctx context.Context, o Options, im Image, p Platform, base v1.Layer, config []byte, labels map[string]string, tag name.Tag, logf func(string, ...any)) (v1.Image, BuiltPlatform, error) {
+	bin := filepath.Join("bin", p.OS+"_"+p.Arch, im.Name)
+	start := time.Now()
+	if err := BuildBinary(ctx, o.Root, im, p, filepath.Join(o.Out, bin)); err != nil {
+		return nil, BuiltPlatform{}, err
+	}
+	logf("built %s for %s in %s", im.Name, p, time.Since(start).Round(100*time.Millisecond))
+	binary, err := os.ReadFile(filepath.Join(o.Out, bin))
+	if err != nil {
+		return nil, BuiltPlatform{}, err
+	}
+	img, err := platformImage(im, p, base, binary, config, labels, o.Revision.Time)
+	if err != nil {
+		return nil, BuiltPlatform{}, fmt.Errorf("%s %s: %w", im.Name, p, err)
+	}
+	tarPath := filepath.Join("docker", im.Name+"-"+p.OS+"-"+p.Arch+".tar")
+	if err := writeTarball(filepath.Join(o.Out, tarPath), tag, img); err != nil {
+		return nil, BuiltPlatform{}, fmt.Errorf("%s %s: %w", im.Name, p, err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return nil, BuiltPlatform{}, err
+	}
+	size, err := ImageSize(img)
+	if err != nil {
+		return nil, BuiltPlatform{}, err
+	}
+	return img, BuiltPlatform{Platform: p.String(), Digest: d.String(), Size: size, Binary: bin, Tarball: tarPath}, nil
 }
 
 // layer makes a gzip OCI layer of files.

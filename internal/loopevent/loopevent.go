@@ -218,60 +218,30 @@ func FromAttributes(m pcommon.Map) (Event, error) {
 	if _, ok := m.Get(AttrTo); !ok {
 		return e, ErrNotTransition
 	}
-	str := func(k string) string {
-		if v, ok := m.Get(k); ok {
-			return v.AsString()
-		}
-		return ""
-	}
-	num := func(k string) int64 {
-		if v, ok := m.Get(k); ok {
-			switch v.Type() {
-			case pcommon.ValueTypeInt:
-				return v.Int()
-			case pcommon.ValueTypeDouble:
-				return int64(v.Double())
-			case pcommon.ValueTypeStr:
-				n, _ := strconv.ParseInt(v.Str(), 10, 64)
-				return n
-			}
-		}
-		return 0
-	}
-	slice := func(k string) []string {
-		v, ok := m.Get(k)
-		if !ok || v.Type() != pcommon.ValueTypeSlice {
-			return nil
-		}
-		out := make([]string, 0, v.Slice().Len())
-		for i := 0; i < v.Slice().Len(); i++ {
-			out = append(out, v.Slice().At(i).AsString())
-		}
-		return out
-	}
-	e.ID = str(AttrID)
-	e.Sequence = num(AttrSequence)
-	e.Session = str(AttrSession)
-	e.SessionSource = str(AttrSessionSource)
-	e.TraceID = str(AttrTraceID)
-	e.From = str(AttrFrom)
-	e.To = str(AttrTo)
-	e.Reason = str(AttrReason)
-	e.Trigger = str(AttrTrigger)
-	e.Period = num(AttrPeriod)
-	e.Repetitions = num(AttrRepetitions)
-	e.Window = num(AttrWindow)
-	e.CallIndex = num(AttrCallIndex)
-	e.CycleTools = slice(AttrCycleTools)
-	e.Signatures = slice(AttrSignatures)
-	e.Fingerprint = str(AttrFingerprint)
-	e.FingerprintSource = str(AttrFingerprintSource)
-	e.Confidence = str(AttrConfidence)
-	e.NormalizerVersion = str(AttrNormalizerVersion)
-	e.FingerprintVersion = str(AttrFingerprintVersion)
-	e.FirstLoopSpanID = str(AttrFirstLoopSpanID)
-	e.SpanID = str(AttrTriggerSpanID)
-	e.DelayCalls = num(AttrDelayCalls)
+	r := attrReader{m}
+	e.ID = r.str(AttrID)
+	e.Sequence = r.num(AttrSequence)
+	e.Session = r.str(AttrSession)
+	e.SessionSource = r.str(AttrSessionSource)
+	e.TraceID = r.str(AttrTraceID)
+	e.From = r.str(AttrFrom)
+	e.To = r.str(AttrTo)
+	e.Reason = r.str(AttrReason)
+	e.Trigger = r.str(AttrTrigger)
+	e.Period = r.num(AttrPeriod)
+	e.Repetitions = r.num(AttrRepetitions)
+	e.Window = r.num(AttrWindow)
+	e.CallIndex = r.num(AttrCallIndex)
+	e.CycleTools = r.slice(AttrCycleTools)
+	e.Signatures = r.slice(AttrSignatures)
+	e.Fingerprint = r.str(AttrFingerprint)
+	e.FingerprintSource = r.str(AttrFingerprintSource)
+	e.Confidence = r.str(AttrConfidence)
+	e.NormalizerVersion = r.str(AttrNormalizerVersion)
+	e.FingerprintVersion = r.str(AttrFingerprintVersion)
+	e.FirstLoopSpanID = r.str(AttrFirstLoopSpanID)
+	e.SpanID = r.str(AttrTriggerSpanID)
+	e.DelayCalls = r.num(AttrDelayCalls)
 	if v, ok := m.Get(AttrDelaySeconds); ok {
 		e.DelaySeconds = v.Double()
 	}
@@ -281,25 +251,63 @@ func FromAttributes(m pcommon.Map) (Event, error) {
 	if v, ok := m.Get(AttrDryRun); ok {
 		e.DryRun = v.Bool()
 	}
-	e.Explanation = str(AttrExplanation)
-	if s := str(AttrDecidedAt); s != "" {
+	e.Explanation = r.str(AttrExplanation)
+	if s := r.str(AttrDecidedAt); s != "" {
 		t, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
 			return e, fmt.Errorf("loopevent: %s: %w", AttrDecidedAt, err)
 		}
 		e.DecidedAt = t
 	}
-	e.Client = str(AttrClient)
-	e.Agent = str(AttrAgentName)
+	e.Client = r.str(AttrClient)
+	e.Agent = r.str(AttrAgentName)
 	e.Target = Target{
-		ServiceName:       str(AttrTargetService),
-		ServiceInstanceID: str(AttrTargetInstance),
-		PID:               num(AttrTargetPID),
-		HostName:          str(AttrTargetHost),
+		ServiceName:       r.str(AttrTargetService),
+		ServiceInstanceID: r.str(AttrTargetInstance),
+		PID:               r.num(AttrTargetPID),
+		HostName:          r.str(AttrTargetHost),
 	}
-	e.TokensTotal = num(AttrTokensTotal)
-	e.TokensLoop = num(AttrTokensLoop)
+	e.TokensTotal = r.num(AttrTokensTotal)
+	e.TokensLoop = r.num(AttrTokensLoop)
 	return e, nil
+}
+
+// attrReader reads an event's attributes leniently: a missing attribute
+// is the zero value, a number may be written as a double or a string.
+type attrReader struct{ m pcommon.Map }
+
+func (r attrReader) str(k string) string {
+	if v, ok := r.m.Get(k); ok {
+		return v.AsString()
+	}
+	return ""
+}
+
+func (r attrReader) num(k string) int64 {
+	if v, ok := r.m.Get(k); ok {
+		switch v.Type() {
+		case pcommon.ValueTypeInt:
+			return v.Int()
+		case pcommon.ValueTypeDouble:
+			return int64(v.Double())
+		case pcommon.ValueTypeStr:
+			n, _ := strconv.ParseInt(v.Str(), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func (r attrReader) slice(k string) []string {
+	v, ok := r.m.Get(k)
+	if !ok || v.Type() != pcommon.ValueTypeSlice {
+		return nil
+	}
+	out := make([]string, 0, v.Slice().Len())
+	for i := 0; i < v.Slice().Len(); i++ {
+		out = append(out, v.Slice().At(i).AsString())
+	}
+	return out
 }
 
 // Visit calls fn for every transition event in td with the span that

@@ -140,6 +140,8 @@ func ccFleet(prefix string, n, nLoop, nMixed, nMixedLoop, warmup int) (all []*cc
 // batch would. Each loop is detected and killed exactly once, no healthy
 // session is flagged, every session's records (and spans) were received by
 // exactly one instance, the one that decided about it, and none was lost.
+//
+//nolint:funlen // One end-to-end scenario read top to bottom: its steps share the collectors, agents and receivers it starts.
 func TestLogsThreeInstances(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four collectors; skipped with -short")

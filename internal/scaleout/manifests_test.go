@@ -102,6 +102,8 @@ func must(t *testing.T, m map[string]obj, key string) obj {
 // StatefulSet belongs to that Service, ConfigMap keys and mounts match,
 // alert_sink's queue lives on the PVC, and both embedded configs pass
 // `validate` with the real binaries.
+//
+//nolint:funlen // A checklist of cross-references between the manifests, one assertion per reference.
 func TestKubernetesManifests(t *testing.T) {
 	m := loadManifests(t)
 	root, _ := testproc.RepoRoot()

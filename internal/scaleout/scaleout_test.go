@@ -87,6 +87,8 @@ var scenarios = []struct {
 // loop is detected exactly once across the three instances, no healthy
 // session is flagged, every kill is delivered, and kill ids are unique per
 // loop.
+//
+//nolint:funlen // One end-to-end scenario read top to bottom: its steps share the gateway, instances and agents it starts.
 func TestLoopbackThreeInstances(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four collectors; skipped with -short")

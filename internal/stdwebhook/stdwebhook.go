@@ -113,10 +113,11 @@ func Match(keys [][]byte, id, ts string, body []byte, sigs string) bool {
 
 const maxMatchSignatures = 8
 
-// A 410 Gone answer switches a destination off in alert_sink, so it counts
-// only when the receiver proves it holds the destination's secret: it
-// answers with the request's webhook-id, its own webhook-timestamp, and a
-// webhook-signature over "<webhook-id>.<webhook-timestamp>.<GonePayload>".
+// GonePayload is what a 410 Gone answer signs. A 410 Gone answer switches
+// a destination off in alert_sink, so it counts only when the receiver
+// proves it holds the destination's secret: it answers with the request's
+// webhook-id, its own webhook-timestamp, and a webhook-signature over
+// "<webhook-id>.<webhook-timestamp>.<GonePayload>".
 // The payload is no JSON object, so no webhook body (always an object) has
 // the same signature, and an echoed request signature never verifies.
 const GonePayload = "410 Gone"

@@ -154,6 +154,8 @@ func pct(v []float64, p float64) float64 {
 	return s[max(0, min(i, len(s)-1))]
 }
 
+// runOne measures one row: the collector with or without loop_detect fed
+// by loopagent --load at rate.
 func runOne(otelcol, agent string, rate, sessions int, dur time.Duration, withLoop bool) (result, error) {
 	res := result{rate: rate, sessions: sessions, variant: "without"}
 	procs := "memory_limiter"
@@ -169,18 +171,13 @@ func runOne(otelcol, agent string, rate, sessions int, dur time.Duration, withLo
 	go func() { _ = srv.Serve(l) }()
 	defer srv.Close()
 	health, otlp := freePort(), freePort()
-	key := make([]byte, 32)
-	for i := range key {
-		key[i] = byte(i*7 + 1)
-	}
-	secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
 	dir, err := os.MkdirTemp("", "otelcol-loop-e2e")
 	if err != nil {
 		return res, err
 	}
 	defer os.RemoveAll(dir)
-	cfg := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(configTmpl, health, otlp, l.Addr().(*net.TCPAddr).Port, secret, procs)), 0o600); err != nil {
+	cfg, err := writeConfig(dir, health, otlp, l.Addr().(*net.TCPAddr).Port, procs)
+	if err != nil {
 		return res, err
 	}
 	col := exec.Command(otelcol, "--config", cfg)
@@ -188,30 +185,71 @@ func runOne(otelcol, agent string, rate, sessions int, dur time.Duration, withLo
 	if err := col.Start(); err != nil {
 		return res, err
 	}
-	defer func() {
-		_ = col.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = col.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = col.Process.Kill()
-		}
-	}()
+	defer stopCollector(col)
+	if err := waitHealthy(health); err != nil {
+		return res, err
+	}
+	agOut, err := runLoad(&res, col.Process.Pid, agent, otlp, rate, sessions, dur)
+	if err != nil {
+		return res, err
+	}
+	res.achieved = achievedRate(agOut)
+	time.Sleep(2 * time.Second) // let the last kills arrive
+	collectKills(rcv, &res)
+	return res, nil
+}
+
+// writeConfig writes the collector's configuration into dir and returns
+// its path: health check and OTLP/HTTP ports, kill webhook to
+// webhookPort signed with a fixed secret, procs as the processors.
+func writeConfig(dir string, health, otlp, webhookPort int, procs string) (string, error) {
+	key := make([]byte, 32)
+	for i := range key {
+		key[i] = byte(i*7 + 1)
+	}
+	secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(configTmpl, health, otlp, webhookPort, secret, procs)), 0o600); err != nil {
+		return "", err
+	}
+	return cfg, nil
+}
+
+// stopCollector sends SIGTERM and kills the collector if it has not exited
+// 10 seconds later.
+func stopCollector(col *exec.Cmd) {
+	_ = col.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = col.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = col.Process.Kill()
+	}
+}
+
+// waitHealthy polls the collector's health check for up to 20 seconds.
+func waitHealthy(health int) error {
 	up := time.Now().Add(20 * time.Second)
 	for {
 		r, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/", health))
 		if err == nil {
 			r.Body.Close()
 			if r.StatusCode == 200 {
-				break
+				return nil
 			}
 		}
 		if time.Now().After(up) {
-			return res, fmt.Errorf("collector not healthy")
+			return fmt.Errorf("collector not healthy")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// runLoad runs loopagent --load against the collector's OTLP port while
+// sampling the collector (pid) from /proc into res: its CPU cores and RSS.
+// It returns the agent's output.
+func runLoad(res *result, pid int, agent string, otlp, rate, sessions int, dur time.Duration) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), dur+60*time.Second)
 	defer cancel()
 	ag := exec.CommandContext(ctx, agent, "--load", "-q", "--protocol", "http",
@@ -220,13 +258,12 @@ func runOne(otelcol, agent string, rate, sessions int, dur time.Duration, withLo
 		"--duration", dur.String(), "--loop-fraction", "0.1", "--seed", "7")
 	var agOut bytes.Buffer
 	ag.Stdout, ag.Stderr = &agOut, os.Stderr
-	pid := col.Process.Pid
 	first, err := readProc(pid)
 	if err != nil {
-		return res, err
+		return "", err
 	}
 	if err := ag.Start(); err != nil {
-		return res, err
+		return "", err
 	}
 	agDone := make(chan error, 1)
 	go func() { agDone <- ag.Wait() }()
@@ -238,7 +275,7 @@ wait:
 		select {
 		case err := <-agDone:
 			if err != nil {
-				return res, fmt.Errorf("loopagent: %v: %s", err, agOut.String())
+				return "", fmt.Errorf("loopagent: %v: %s", err, agOut.String())
 			}
 			break wait
 		case <-tick.C:
@@ -254,16 +291,25 @@ wait:
 	}
 	res.cores = float64(last.ticks-first.ticks) / 100 / last.t.Sub(first.t).Seconds()
 	res.rssEnd = float64(last.rss) / (1 << 20)
+	return agOut.String(), nil
+}
+
+// achievedRate reads the achieved span rate from loopagent's result line.
+func achievedRate(agOut string) float64 {
 	var st struct {
 		AchievedRate float64 `json:"achieved_rate"`
 	}
-	for _, line := range strings.Split(agOut.String(), "\n") {
+	for _, line := range strings.Split(agOut, "\n") {
 		if strings.Contains(line, "achieved_rate") {
 			_ = json.Unmarshal([]byte(line), &st)
 		}
 	}
-	res.achieved = st.AchievedRate
-	time.Sleep(2 * time.Second) // let the last kills arrive
+	return st.AchievedRate
+}
+
+// collectKills counts the kill webhooks received and their latency,
+// decided_at to received.
+func collectKills(rcv *receiver, res *result) {
 	rcv.mu.Lock()
 	defer rcv.mu.Unlock()
 	for _, r := range rcv.rs {
@@ -286,7 +332,6 @@ wait:
 		res.kills++
 		res.lat = append(res.lat, float64(r.at.Sub(d).Microseconds())/1000)
 	}
-	return res, nil
 }
 
 func main() {

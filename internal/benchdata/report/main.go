@@ -160,30 +160,85 @@ func main() {
 	goCmd := flag.String("go", "go", "go command, for `go tool pprof` on the CPU profiles in -dir")
 	flag.Parse()
 
-	p := func(n string) string { return filepath.Join(*dir, n) }
-	r, err := parse(p("processor.txt"), p("engine.txt"), p("growth.txt"), p("memory.txt"))
+	rp := &report{dir: *dir, benchstat: *benchstat}
+	r, err := parse(rp.path("processor.txt"), rp.path("engine.txt"), rp.path("growth.txt"), rp.path("memory.txt"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "report:", err)
 		os.Exit(1)
 	}
-	var b strings.Builder
-	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	rp.r = r
+	rp.e2e, _ = os.ReadFile(rp.path("e2e.txt"))
 
+	rp.header(*out)
+	rp.targets()
+	rp.why()
+	writeProfiles(rp.w, r, *dir, *goCmd)
+	rp.sideBySide()
+	rp.growth()
+	rp.endToEnd()
+	rp.benchstatTables()
+	if *changes != "" {
+		if err := rp.changes(*changes); err != nil {
+			fmt.Fprintln(os.Stderr, "report:", err)
+			os.Exit(1)
+		}
+	}
+	if err := os.WriteFile(*out, []byte(rp.b.String()), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "report:", err)
+		os.Exit(1)
+	}
+}
+
+// report is BENCHMARKS.md being written from the results of one run.
+type report struct {
+	r         results
+	b         strings.Builder
+	dir       string
+	benchstat string
+	// e2e is the end-to-end table (e2e.txt), empty when not measured.
+	e2e []byte
+}
+
+// w appends to the report.
+func (rp *report) w(format string, a ...any) { fmt.Fprintf(&rp.b, format, a...) }
+
+// path is a file of the results directory.
+func (rp *report) path(n string) string { return filepath.Join(rp.dir, n) }
+
+// proc is the BenchmarkProcessor sub-benchmark of one mix and processor.
+const proc = "BenchmarkProcessor/mix=%s/proc=%s"
+
+// cpu, allocs and rate are a processor's medians on one mix.
+func (rp *report) cpu(mix, pr string) float64 {
+	return rp.r.med(fmt.Sprintf(proc, mix, pr), "cpu-ns/span")
+}
+
+func (rp *report) allocs(mix, pr string) float64 {
+	return rp.r.med(fmt.Sprintf(proc, mix, pr), "allocs/span")
+}
+
+func (rp *report) rate(mix, pr string) float64 {
+	return rp.r.med(fmt.Sprintf(proc, mix, pr), "spans/s/core")
+}
+
+// header writes the title and the machine, commit and date of the run.
+func (rp *report) header(out string) {
+	w := rp.w
 	w("# Benchmarks\n\n")
 	w("Written by `make bench` (`internal/benchdata/report`); the raw `go test -bench` output is in `.bench/`. ")
 	w("Figures are medians over the `-count` runs. Targets are the product's budgets (docs/design.md); they are reported against, not asserted in tests.\n\n")
 	w("| | |\n|---|---|\n")
 	w("| date | %s |\n", time.Now().UTC().Format(time.RFC3339))
-	w("| commit | %s |\n", measuredCommit(*out))
+	w("| commit | %s |\n", measuredCommit(out))
 	w("| machine | %s CPUs (nproc), %s |\n", run("nproc"), cpuModel())
 	w("| Go | %s %s/%s |\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	w("| throughput runs | `-cpu 1`: one P, so CPU time is one core's (groupbytrace's own goroutines share it) |\n\n")
 
-	const proc = "BenchmarkProcessor/mix=%s/proc=%s"
-	cpu := func(mix, pr string) float64 { return r.med(fmt.Sprintf(proc, mix, pr), "cpu-ns/span") }
-	allocs := func(mix, pr string) float64 { return r.med(fmt.Sprintf(proc, mix, pr), "allocs/span") }
-	rate := func(mix, pr string) float64 { return r.med(fmt.Sprintf(proc, mix, pr), "spans/s/core") }
+}
 
+// targets writes the table of the product's budgets, met or not.
+func (rp *report) targets() {
+	r, w, cpu, allocs, rate := rp.r, rp.w, rp.cpu, rp.allocs, rp.rate
 	obsNs := r.med("BenchmarkObserve/canon=on", "ns/call")
 	obsAllocs := r.med("BenchmarkObserve/canon=on", "allocs/op")
 	toolRate := rate("tools", "loop_detect")
@@ -205,6 +260,30 @@ func main() {
 		f(obsNs, 0), f(obsAllocs, 0), verdict(obsNs <= 800 && obsAllocs == 0, !math.IsNaN(obsNs)))
 	w("| ≤ 1.2 µs per execute_tool span through the whole processor, 0 allocations | %s cpu-ns/span (%s spans/s/core), %s allocs/span | %s |\n",
 		f(toolNs, 0), human(toolRate), f(toolAllocs, 3), verdict(toolNs <= 1200 && toolAllocs < 0.01, !math.IsNaN(toolNs)))
+	perByte, canonOK, canonMeasured := rp.canonPerByte()
+	w("| canonicalization ≤ 0.6 ns per JSON byte | ns/byte as a result / as arguments — %s | %s |\n",
+		perByte, verdict(canonOK && canonMeasured, canonMeasured))
+	trackedRatio := cpu("nontool-tracked", "loop_detect") / cpu("nontool-tracked", "floor")
+	w("| non-tool span within 1.5× the pass-through floor | sessions without tool calls (`nontool`): %s vs %s cpu-ns/span = %s×; model spans of sessions with tool calls (`nontool-tracked`): %s vs %s = %s× | %s (without tool calls); %s (with) |\n",
+		f(cpu("nontool", "loop_detect"), 1), f(cpu("nontool", "floor"), 1), f(ntRatio, 2),
+		f(cpu("nontool-tracked", "loop_detect"), 1), f(cpu("nontool-tracked", "floor"), 1), f(trackedRatio, 2),
+		verdict(ntRatio <= 1.5, !math.IsNaN(ntRatio)), verdict(trackedRatio <= 1.5, !math.IsNaN(trackedRatio)))
+	w("| ≤ 1 KiB per tracked session (defaults) | %s B/session (history 12, 100,000 sessions, live heap after GC) | %s |\n",
+		f(perSession, 0), verdict(perSession <= 1024, !math.IsNaN(perSession)))
+	w("| memory flat over a 1,000,000-span single loop trace | heap in use %s → %s MiB, RSS %s → %s MiB (10k → 1M spans) | %s |\n",
+		f(h10k, 1), f(h1M, 1), f(rss10k, 1), f(rss1M, 1), verdict(flat, !math.IsNaN(h1M)))
+	if p99, ok := e2eP99(string(rp.e2e), "10000"); ok {
+		w("| loop-to-webhook p99 ≤ 50 ms at 10,000 spans/s | decided → webhook received p99 %s ms at 10,000 spans/s (end to end, below); span arrival → decision is synchronous in the receiver's request and not stamped under load | %s (the part measured) |\n\n", f(p99, 2), verdict(p99 <= 50, true))
+	} else {
+		w("| loop-to-webhook p99 ≤ 50 ms at 10,000 spans/s | not measured: run `make bench BENCH_E2E=1` | not measured |\n\n")
+	}
+
+}
+
+// canonPerByte is the canonicalization cost per JSON byte on every corpus,
+// as a result and as arguments; ok is whether all are within budget.
+func (rp *report) canonPerByte() (text string, ok, measured bool) {
+	r := rp.r
 	// Every corpus counts toward the verdict: structure-dense search
 	// results (the worst case per byte), file reads (one long escaped
 	// string) and the recorded corpus (the real agents' tool payloads,
@@ -232,24 +311,12 @@ func main() {
 		}
 		perByte = append(perByte, fmt.Sprintf("%s: %s", corpus.label, strings.Join(sizes, ", ")))
 	}
-	w("| canonicalization ≤ 0.6 ns per JSON byte | ns/byte as a result / as arguments — %s | %s |\n",
-		strings.Join(perByte, "; "), verdict(canonOK && canonMeasured, canonMeasured))
-	trackedRatio := cpu("nontool-tracked", "loop_detect") / cpu("nontool-tracked", "floor")
-	w("| non-tool span within 1.5× the pass-through floor | sessions without tool calls (`nontool`): %s vs %s cpu-ns/span = %s×; model spans of sessions with tool calls (`nontool-tracked`): %s vs %s = %s× | %s (without tool calls); %s (with) |\n",
-		f(cpu("nontool", "loop_detect"), 1), f(cpu("nontool", "floor"), 1), f(ntRatio, 2),
-		f(cpu("nontool-tracked", "loop_detect"), 1), f(cpu("nontool-tracked", "floor"), 1), f(trackedRatio, 2),
-		verdict(ntRatio <= 1.5, !math.IsNaN(ntRatio)), verdict(trackedRatio <= 1.5, !math.IsNaN(trackedRatio)))
-	w("| ≤ 1 KiB per tracked session (defaults) | %s B/session (history 12, 100,000 sessions, live heap after GC) | %s |\n",
-		f(perSession, 0), verdict(perSession <= 1024, !math.IsNaN(perSession)))
-	w("| memory flat over a 1,000,000-span single loop trace | heap in use %s → %s MiB, RSS %s → %s MiB (10k → 1M spans) | %s |\n",
-		f(h10k, 1), f(h1M, 1), f(rss10k, 1), f(rss1M, 1), verdict(flat, !math.IsNaN(h1M)))
-	e2e, _ := os.ReadFile(p("e2e.txt"))
-	if p99, ok := e2eP99(string(e2e), "10000"); ok {
-		w("| loop-to-webhook p99 ≤ 50 ms at 10,000 spans/s | decided → webhook received p99 %s ms at 10,000 spans/s (end to end, below); span arrival → decision is synchronous in the receiver's request and not stamped under load | %s (the part measured) |\n\n", f(p99, 2), verdict(p99 <= 50, true))
-	} else {
-		w("| loop-to-webhook p99 ≤ 50 ms at 10,000 spans/s | not measured: run `make bench BENCH_E2E=1` | not measured |\n\n")
-	}
+	return strings.Join(perByte, "; "), canonOK, canonMeasured
+}
 
+// why writes where the budgets' figures come from.
+func (rp *report) why() {
+	r, w, cpu := rp.r, rp.w, rp.cpu
 	w("### Why\n\n")
 	w("- **Tool calls.** The engine's share (`BenchmarkObserve/canon=off`, digests precomputed) is %s ns; the rest is the two streaming canonical digests of the 200-byte arguments and 500-byte result (`BenchmarkCanonical`: %s + %s ns, against %s + %s ns for encoding/json + sorted re-encoding + SHA-256). ",
 		f(r.med("BenchmarkObserve/canon=off", "ns/call"), 0),
@@ -262,8 +329,11 @@ func main() {
 	w("- **1M-span loop.** History is bounded (history_size) and digests replace content, so a trace of any length holds the same state; transition events are attached only on state changes (%s events, %s kill over the whole trace).\n\n",
 		f(r.med("BenchmarkLoopTrace1M", "events"), 0), f(r.med("BenchmarkLoopTrace1M", "kills"), 0))
 
-	writeProfiles(w, r, *dir, *goCmd)
+}
 
+// sideBySide compares loop_detect with the floor and groupbytrace.
+func (rp *report) sideBySide() {
+	w, cpu, allocs, rate := rp.w, rp.cpu, rp.allocs, rp.rate
 	w("## Side by side: loop_detect, the floor and groupbytrace\n\n")
 	w("Same batches, same run (`BenchmarkProcessor`, 100-span batches of 10 sessions × 10 spans, 10,000 sessions). ")
 	w("`realistic` = 20 %% execute_tool (200-byte JSON args, 500-byte JSON results), 60 %% chat, 20 %% invoke_agent; `nontool` = no execute_tool (so no session is tracked); `nontool-tracked` = the nontool batches after every session has made tool calls (fed the realistic batches first); `tools` = execute_tool only; `tools-fresh` = the same from a pool of two batches renewed between rounds, so each batch arrives just written, in cache, as a receiver hands it over. groupbytrace v0.165.1 runs with wait_duration 100 ms, num_traces 100,000; its CPU time includes its workers, its timers and the GC.\n\n")
@@ -274,6 +344,15 @@ func main() {
 				f(cpu(mix, pr)/cpu(mix, "floor"), 2), f(cpu(mix, pr)/cpu(mix, "groupbytrace"), 3))
 		}
 	}
+}
+
+// growth writes how Observe's cost and a session's bytes grow.
+func (rp *report) growth() {
+	r, w := rp.r, rp.w
+	h10k := r.med("BenchmarkLoopTrace1M", "heap-MiB@10k")
+	h1M := r.med("BenchmarkLoopTrace1M", "heap-MiB@1M")
+	rss10k := r.med("BenchmarkLoopTrace1M", "rss-MiB@10k")
+	rss1M := r.med("BenchmarkLoopTrace1M", "rss-MiB@1M")
 	w("\n## Growth\n\n")
 	w("Observe per tool call (digests precomputed, 10,000 sessions unless the dimension is sessions). `working` cycles distinct calls; `loop` repeats one call per session (a stuck session's steady state, where the periodicity and frequency scans run longest).\n\n")
 	w("| dimension | work | 1st | 2nd | 3rd |\n|---|---|---|---|---|\n")
@@ -300,6 +379,11 @@ func main() {
 		f(h10k, 1), f(r.med("BenchmarkLoopTrace1M", "heap-MiB@100k"), 1), f(h1M, 1),
 		f(rss10k, 1), f(r.med("BenchmarkLoopTrace1M", "rss-MiB@100k"), 1), f(rss1M, 1), f(r.med("BenchmarkLoopTrace1M", "ns/span"), 0))
 
+}
+
+// endToEnd writes the end-to-end table, when it was measured.
+func (rp *report) endToEnd() {
+	w, e2e := rp.w, rp.e2e
 	w("## End to end\n\n")
 	if len(e2e) > 0 {
 		w("`make bench BENCH_E2E=1` (`internal/benchdata/e2e`): the otelcol-loop distribution (OTLP/HTTP receiver → memory_limiter → [loop_detect] → alert_sink), fed over loopback by `loopagent --load` (500 sessions, 10 %% of them looping, 20 %% execute_tool spans), one run per row; collector CPU and RSS read from /proc during the load (CPU in 10 ms ticks), kill webhooks timestamped by a local receiver standing in for the supervisor. The agent and the collector share the 2 CPUs. Latency is `decided_at` (in the webhook body, loop_detect's clock) → webhook received (same machine's clock); with 50 kills per run, p99 is the largest. `docs/latency.md` measures span arrival → webhook without load (median 0.89 ms, p99 1.22 ms).\n\n%s\n", e2e)
@@ -307,13 +391,20 @@ func main() {
 		w("Not measured in this run (`make bench BENCH_E2E=1` runs it). `docs/latency.md` reports the kill latency without background load.\n\n")
 	}
 
-	bs := func(args ...string) string {
-		out, err := exec.Command(*benchstat, args...).CombinedOutput()
-		if err != nil {
-			return fmt.Sprintf("benchstat failed: %v\n%s", err, out)
-		}
-		return string(out)
+}
+
+// bs runs benchstat with args and returns its output, or why it failed.
+func (rp *report) bs(args ...string) string {
+	out, err := exec.Command(rp.benchstat, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("benchstat failed: %v\n%s", err, out)
 	}
+	return string(out)
+}
+
+// benchstatTables writes benchstat's tables of each results file.
+func (rp *report) benchstatTables() {
+	w, bs, p := rp.w, rp.bs, rp.path
 	w("## benchstat\n\n")
 	for _, s := range []struct{ title, file string }{
 		{"Processor throughput and per-span cost (columns: processor)", "processor.txt"},
@@ -330,28 +421,27 @@ func main() {
 			w("```\n%s```\n\n", bs("-filter", ".name:Span", p(s.file)))
 		}
 	}
-	// Each change directory holds a before/after pair run side by side and
-	// the notes that say what changed; they are reported in name order.
-	if *changes != "" {
-		dirs, _ := filepath.Glob(filepath.Join(*changes, "*", "notes.md"))
-		sort.Strings(dirs)
-		for _, notes := range dirs {
-			d := filepath.Dir(notes)
-			text, err := os.ReadFile(notes)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "report:", err)
-				os.Exit(1)
-			}
-			w("%s\n```\n%s```\n\n", text, bs("before="+filepath.Join(d, "before.txt"), "after="+filepath.Join(d, "after.txt")))
-			// A loaded-machine rerun of the same comparison, when there is one.
-			if _, err := os.Stat(filepath.Join(d, "loaded-after.txt")); err == nil {
-				w("The same comparison on a loaded machine (`loaded-*.txt`: both cores kept busy by two other processes during the runs):\n\n```\n%s```\n\n",
-					bs("before="+filepath.Join(d, "loaded-before.txt"), "after="+filepath.Join(d, "loaded-after.txt")))
-			}
+}
+
+// changes writes each before/after comparison under dir: a change
+// directory holds a pair run side by side and the notes that say what
+// changed; they are reported in name order.
+func (rp *report) changes(dir string) error {
+	w, bs := rp.w, rp.bs
+	dirs, _ := filepath.Glob(filepath.Join(dir, "*", "notes.md"))
+	sort.Strings(dirs)
+	for _, notes := range dirs {
+		d := filepath.Dir(notes)
+		text, err := os.ReadFile(notes)
+		if err != nil {
+			return err
+		}
+		w("%s\n```\n%s```\n\n", text, bs("before="+filepath.Join(d, "before.txt"), "after="+filepath.Join(d, "after.txt")))
+		// A loaded-machine rerun of the same comparison, when there is one.
+		if _, err := os.Stat(filepath.Join(d, "loaded-after.txt")); err == nil {
+			w("The same comparison on a loaded machine (`loaded-*.txt`: both cores kept busy by two other processes during the runs):\n\n```\n%s```\n\n",
+				bs("before="+filepath.Join(d, "loaded-before.txt"), "after="+filepath.Join(d, "loaded-after.txt")))
 		}
 	}
-	if err := os.WriteFile(*out, []byte(b.String()), 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, "report:", err)
-		os.Exit(1)
-	}
+	return nil
 }

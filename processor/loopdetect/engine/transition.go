@@ -69,31 +69,45 @@ func (e *Engine) evaluate(sh *shard, s *session, now int64, trig Trigger, span [
 		Target:        s.target,
 	}
 	if trig == TriggerCall {
-		for i := n - 1; i >= 0; i-- {
-			if s.hist[i].spanID == span {
-				t.CallIndex = s.total - int64(n-1-i)
-				break
-			}
-		}
+		t.CallIndex = callIndexOf(s, n, span)
 	}
 	e.describeEvidence(sh, s, *v, &t)
 	if loop != nil {
-		t.FirstLoopSpanID = loop.firstSpan
-		t.DelayCalls = t.CallIndex - loop.startIndex + 1
-		if loop.startTime > 0 {
-			end := now
-			if trig == TriggerCall && n > 0 {
-				end = s.hist[n-1].start
-			}
-			t.DelaySeconds = float64(end-loop.startTime) / 1e9
-		}
-		if v.period == 0 {
-			t.Period = loop.period
-		}
+		fillLoopDelay(s, n, loop, v, now, trig, &t)
 	}
 	t.Explanation = explain(w, *v, from, trig)
 	s.fillTokens(loop, &t)
 	return append(out, t)
+}
+
+// callIndexOf is the session-wide index of the call whose span triggered
+// the transition: the newest of the history's n calls with that span id,
+// else the last call seen.
+func callIndexOf(s *session, n int, span [8]byte) int64 {
+	for i := n - 1; i >= 0; i-- {
+		if s.hist[i].spanID == span {
+			return s.total - int64(n-1-i)
+		}
+	}
+	return s.total
+}
+
+// fillLoopDelay sets how long the loop ran before this transition, in
+// calls and seconds, and its period when the verdict has none; n is the
+// history's length when the verdict was decided.
+func fillLoopDelay(s *session, n int, loop *loopState, v *verdict, now int64, trig Trigger, t *Transition) {
+	t.FirstLoopSpanID = loop.firstSpan
+	t.DelayCalls = t.CallIndex - loop.startIndex + 1
+	if loop.startTime > 0 {
+		end := now
+		if trig == TriggerCall && n > 0 {
+			end = s.hist[n-1].start
+		}
+		t.DelaySeconds = float64(end-loop.startTime) / 1e9
+	}
+	if v.period == 0 {
+		t.Period = loop.period
+	}
 }
 
 func (e *Engine) describeEvidence(sh *shard, s *session, v verdict, t *Transition) {

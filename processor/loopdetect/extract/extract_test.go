@@ -165,202 +165,205 @@ type want struct {
 	terminal bool
 }
 
+// clientShapes are the span shapes of the clients and frameworks the
+// default keys recognise, each with what Extract must read from it.
+var clientShapes = []struct {
+	name string
+	span fakeSpan
+	want want
+}{
+	{
+		name: "genai semconv with content",
+		span: fakeSpan{name: "execute_tool search", attrs: map[string]any{
+			"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search", "gen_ai.tool.call.id": "call_1",
+			"gen_ai.tool.call.arguments": `{"q":"x"}`, "gen_ai.tool.call.result": `{"hits":1}`,
+		}},
+		want: want{tool: true, client: "genai_semconv", name: "search", args: engine.ArgsJSON, fpSrc: engine.FingerprintResult, callID: "call_1"},
+	},
+	{
+		name: "genai semconv without opt-in content",
+		span: fakeSpan{name: "execute_tool search", attrs: map[string]any{
+			"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search",
+		}},
+		want: want{tool: true, client: "genai_semconv", name: "search", args: engine.ArgsAbsent, fpSrc: engine.FingerprintMissing},
+	},
+	{
+		name: "not a tool span",
+		span: fakeSpan{name: "chat gpt-4o", attrs: map[string]any{"gen_ai.operation.name": "chat"}},
+		want: want{tool: false},
+	},
+	{
+		name: "google adk with content, error.type on failure",
+		span: fakeSpan{name: "execute_tool get_order", isErr: true, attrs: map[string]any{
+			"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_order", "gen_ai.tool.call.id": "adk-1",
+			"gcp.vertex.agent.llm_request": "{}", "gcp.vertex.agent.tool_call_args": `{"id": 7}`,
+			"gcp.vertex.agent.tool_response": `{"error": "not found"}`, "error.type": "NotFoundError",
+		}},
+		want: want{tool: true, client: "google_adk", name: "get_order", args: engine.ArgsJSON, fpSrc: engine.FingerprintError, failed: true, class: "NotFoundError", callID: "adk-1"},
+	},
+	{
+		name: "google adk with capture off: {} means not recorded",
+		span: fakeSpan{name: "execute_tool get_order", attrs: map[string]any{
+			"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_order", "gen_ai.tool.call.id": "<not specified>",
+			"gcp.vertex.agent.llm_request": "{}", "gcp.vertex.agent.tool_call_args": "{}", "gcp.vertex.agent.tool_response": "{}",
+		}},
+		want: want{tool: true, client: "google_adk", name: "get_order", args: engine.ArgsAbsent, fpSrc: engine.FingerprintMissing},
+	},
+	{
+		name: "google adk merged tools are skipped",
+		span: fakeSpan{name: "execute_tool (merged tools)", attrs: map[string]any{
+			"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "(merged tools)",
+		}},
+		want: want{tool: false},
+	},
+	{
+		name: "openai agents via openinference, error-as-result",
+		span: fakeSpan{name: "fetch_page", attrs: map[string]any{
+			"openinference.span.kind": "TOOL", "tool.name": "fetch_page", "input.value": `{"url":"https://a"}`,
+			"output.value": "An error occurred while running the tool. Please try again. Error: boom",
+		}},
+		want: want{tool: true, client: "openinference", name: "fetch_page", args: engine.ArgsJSON, fpSrc: engine.FingerprintError, failed: true, class: "retry_requested"},
+	},
+	{
+		name: "openinference hide_inputs redaction",
+		span: fakeSpan{name: "fetch_page", attrs: map[string]any{
+			"openinference.span.kind": "TOOL", "tool.name": "fetch_page", "input.value": "__REDACTED__", "output.value": "__REDACTED__",
+		}},
+		want: want{tool: true, client: "openinference", name: "fetch_page", args: engine.ArgsAbsent, fpSrc: engine.FingerprintMissing},
+	},
+	{
+		name: "openai agents via logfire (Function: {name})",
+		span: fakeSpan{name: "Function: {name}", attrs: map[string]any{
+			"name": "get_weather", "input": `{"city":"Paris"}`, "output": "sunny", "gen_ai.system": "openai",
+			"logfire.msg": "Function: get_weather",
+		}},
+		want: want{tool: true, client: "openai_agents_logfire", name: "get_weather", args: engine.ArgsJSON, fpSrc: engine.FingerprintResult},
+	},
+	{
+		name: "traceloop langgraph tool",
+		span: fakeSpan{name: "tavily_search.tool", attrs: map[string]any{
+			"traceloop.span.kind": "tool", "traceloop.entity.name": "tavily_search",
+			"traceloop.entity.input":  `{"input_str":"{'query': 'x'}","tags":["seq:step:3"],"metadata":{"langgraph_step":3},"inputs":{"query":"x"},"kwargs":{"name":"tavily_search"}}`,
+			"traceloop.entity.output": `{"output":{"lc":1,"type":"constructor","id":["langchain","schema","messages","ToolMessage"],"kwargs":{"content":"r","tool_call_id":"c1","status":"success"}},"kwargs":{"name":"tavily_search"}}`,
+		}},
+		want: want{tool: true, client: "traceloop", name: "tavily_search", args: engine.ArgsJSON, fpSrc: engine.FingerprintResult},
+	},
+	{
+		name: "strands legacy events, tool status error",
+		span: fakeSpan{name: "execute_tool http_get", attrs: map[string]any{
+			"gen_ai.operation.name": "execute_tool", "gen_ai.system": "strands-agents", "gen_ai.tool.name": "http_get",
+			"gen_ai.tool.call.id": "tooluse_1", "gen_ai.tool.status": "error",
+		}, events: []fakeEvent{
+			{name: "gen_ai.tool.message", attrs: map[string]any{"role": "tool", "content": `{"url":"https://a"}`, "id": "tooluse_1"}},
+			{name: "gen_ai.choice", attrs: map[string]any{"message": `[{"text":"Error: 503"}]`, "id": "tooluse_1"}},
+		}},
+		want: want{tool: true, client: "strands", name: "http_get", args: engine.ArgsJSON, fpSrc: engine.FingerprintError, failed: true, class: "error", callID: "tooluse_1"},
+	},
+	{
+		name: "strands latest conventions (operation.details events)",
+		span: fakeSpan{name: "execute_tool http_get", attrs: map[string]any{
+			"gen_ai.operation.name": "execute_tool", "gen_ai.provider.name": "strands-agents", "gen_ai.tool.name": "http_get",
+			"gen_ai.tool.status": "success",
+		}, events: []fakeEvent{
+			{name: "gen_ai.client.inference.operation.details", attrs: map[string]any{"gen_ai.input.messages": `[{"role":"tool","parts":[{"type":"tool_call","name":"http_get","id":"t1","arguments":{"url":"https://a"}}]}]`}},
+			{name: "gen_ai.client.inference.operation.details", attrs: map[string]any{"gen_ai.output.messages": `[{"role":"tool","parts":[{"type":"tool_call_response","id":"t1","response":[{"text":"ok"}]}]}]`}},
+		}},
+		want: want{tool: true, client: "strands", name: "http_get", args: engine.ArgsJSON, fpSrc: engine.FingerprintResult},
+	},
+	{
+		name: "pydantic ai retry prompt as result with status ERROR",
+		span: fakeSpan{name: "execute_tool get_user", isErr: true, attrs: map[string]any{
+			"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_user", "gen_ai.tool.call.id": "pyd_1",
+			"gen_ai.tool.call.arguments": `{"id":-1}`, "gen_ai.tool.call.result": "id must be positive\n\nFix the errors and try again.",
+			"logfire.msg": "running tool: get_user",
+		}, events: []fakeEvent{{name: "exception", attrs: map[string]any{"exception.type": "pydantic_ai.exceptions.ToolRetryError"}}}},
+		want: want{tool: true, client: "pydantic_ai", name: "get_user", args: engine.ArgsJSON, fpSrc: engine.FingerprintError, failed: true, class: "pydantic_ai.exceptions.ToolRetryError", callID: "pyd_1"},
+	},
+	{
+		name: "pydantic ai output tool (final_result) is not an action",
+		span: fakeSpan{name: "execute_tool final_result", attrs: map[string]any{
+			"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "final_result",
+			"logfire.msg": "running output function: final_result",
+		}},
+		want: want{tool: false},
+	},
+	{
+		name: "pydantic ai instrumentation v2 (running tool, tool_arguments)",
+		span: fakeSpan{name: "running tool", attrs: map[string]any{
+			"gen_ai.tool.name": "get_user", "tool_arguments": `{"id":1}`, "tool_response": `{"name":"a"}`,
+			"logfire.msg": "running tool: get_user",
+		}},
+		want: want{tool: true, client: "pydantic_ai", name: "get_user", args: engine.ArgsJSON, fpSrc: engine.FingerprintResult},
+	},
+	{
+		name: "crewai via openinference, repeated input refused",
+		span: fakeSpan{name: "search_docs.run", attrs: map[string]any{
+			"openinference.span.kind": "TOOL", "tool.name": "search_docs", "tool.agent_role": "Researcher",
+			"input.value":  `{"query":"otel"}`,
+			"output.value": "I tried reusing the same input, I must stop using this action input. I'll try something else instead.\n\n",
+		}},
+		want: want{tool: true, client: "crewai", name: "search_docs", args: engine.ArgsJSON, fpSrc: engine.FingerprintError, failed: true, class: "retry_requested"},
+	},
+	{
+		name: "mcp client span",
+		span: fakeSpan{name: "tools/call get_weather", attrs: map[string]any{
+			"mcp.method.name": "tools/call", "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
+			"gen_ai.tool.call.id": "call_9", "jsonrpc.request.id": "3",
+		}},
+		want: want{tool: true, client: "mcp", name: "get_weather", args: engine.ArgsAbsent, callID: "call_9"},
+	},
+	{
+		name: "vercel ai sdk ai.toolCall",
+		span: fakeSpan{name: "ai.toolCall", attrs: map[string]any{
+			"operation.name": "ai.toolCall", "ai.operationId": "ai.toolCall", "ai.toolCall.name": "weather",
+			"ai.toolCall.id": "call_v1", "ai.toolCall.args": `{"city":"Oslo"}`, "ai.toolCall.result": `{"temp":3}`,
+		}},
+		want: want{tool: true, client: "vercel_ai", name: "weather", args: engine.ArgsJSON, fpSrc: engine.FingerprintResult, callID: "call_v1"},
+	},
+	{
+		name: "gemini cli tool_call span with traces enabled",
+		span: fakeSpan{name: "tool_call", attrs: map[string]any{
+			"gen_ai.operation.name": "tool_call", "gen_ai.agent.name": "gemini-cli", "gen_ai.tool.name": "run_shell_command",
+			"gen_ai.tool.call_id": "run_shell_command__1", "gen_ai.conversation.id": "s-1",
+			"gen_ai.input.messages":  `{"callId":"run_shell_command__1","name":"run_shell_command","args":{"command":"gh issue list"},"prompt_id":"s-1"}`,
+			"gen_ai.output.messages": `{"status":"success","response":{"callId":"run_shell_command__1","responseParts":[{"functionResponse":{"id":"run_shell_command__1","name":"run_shell_command","response":{"output":"gh: command not found"}}}]}}`,
+		}},
+		want: want{tool: true, client: "gemini_cli", name: "run_shell_command", args: engine.ArgsJSON, fpSrc: engine.FingerprintMissing, callID: "run_shell_command__1"},
+	},
+	{
+		name: "gemini cli tool_call span without traces: name only",
+		span: fakeSpan{name: "tool_call", attrs: map[string]any{
+			"gen_ai.operation.name": "tool_call", "gen_ai.tool.name": "read_file", "gen_ai.tool.call_id": "read_file__2",
+		}},
+		want: want{tool: true, client: "gemini_cli", name: "read_file", args: engine.ArgsAbsent, fpSrc: engine.FingerprintMissing, callID: "read_file__2"},
+	},
+	{
+		name: "gemini cli tool_call span with a truncated request",
+		span: fakeSpan{name: "tool_call", attrs: map[string]any{
+			"gen_ai.operation.name": "tool_call", "gen_ai.tool.name": "write_file",
+			"gen_ai.input.messages": `{"callId":"write_file__3","name":"write_file","args":{"content":"aaaa...[TRUNCATED: original length 20000]`,
+		}},
+		want: want{tool: true, client: "gemini_cli", name: "write_file", args: engine.ArgsAbsent, fpSrc: engine.FingerprintMissing},
+	},
+	{
+		name: "gemini cli schedule_tool_calls span is no tool call",
+		span: fakeSpan{name: "schedule_tool_calls", attrs: map[string]any{"gen_ai.operation.name": "schedule_tool_calls"}},
+		want: want{tool: false},
+	},
+	{
+		name: "claude code tool_result log event",
+		span: fakeSpan{name: "claude_code.tool_result", attrs: map[string]any{
+			"event.name": "tool_result", "tool_name": "Bash", "success": "false", "tool_use_id": "toolu_1",
+			"tool_parameters": `{"bash_command":"npm","full_command":"npm test","description":"Run tests"}`,
+			"session.id":      "s-1",
+		}},
+		want: want{tool: true, client: "claude_code", name: "Bash", args: engine.ArgsJSON, fpSrc: engine.FingerprintError, failed: true, class: "error", callID: "toolu_1"},
+	},
+}
+
 func TestExtractClientShapes(t *testing.T) {
 	x := newExtractor()
-	tests := []struct {
-		name string
-		span fakeSpan
-		want want
-	}{
-		{
-			name: "genai semconv with content",
-			span: fakeSpan{name: "execute_tool search", attrs: map[string]any{
-				"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search", "gen_ai.tool.call.id": "call_1",
-				"gen_ai.tool.call.arguments": `{"q":"x"}`, "gen_ai.tool.call.result": `{"hits":1}`,
-			}},
-			want: want{tool: true, client: "genai_semconv", name: "search", args: engine.ArgsJSON, fpSrc: engine.FingerprintResult, callID: "call_1"},
-		},
-		{
-			name: "genai semconv without opt-in content",
-			span: fakeSpan{name: "execute_tool search", attrs: map[string]any{
-				"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search",
-			}},
-			want: want{tool: true, client: "genai_semconv", name: "search", args: engine.ArgsAbsent, fpSrc: engine.FingerprintMissing},
-		},
-		{
-			name: "not a tool span",
-			span: fakeSpan{name: "chat gpt-4o", attrs: map[string]any{"gen_ai.operation.name": "chat"}},
-			want: want{tool: false},
-		},
-		{
-			name: "google adk with content, error.type on failure",
-			span: fakeSpan{name: "execute_tool get_order", isErr: true, attrs: map[string]any{
-				"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_order", "gen_ai.tool.call.id": "adk-1",
-				"gcp.vertex.agent.llm_request": "{}", "gcp.vertex.agent.tool_call_args": `{"id": 7}`,
-				"gcp.vertex.agent.tool_response": `{"error": "not found"}`, "error.type": "NotFoundError",
-			}},
-			want: want{tool: true, client: "google_adk", name: "get_order", args: engine.ArgsJSON, fpSrc: engine.FingerprintError, failed: true, class: "NotFoundError", callID: "adk-1"},
-		},
-		{
-			name: "google adk with capture off: {} means not recorded",
-			span: fakeSpan{name: "execute_tool get_order", attrs: map[string]any{
-				"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_order", "gen_ai.tool.call.id": "<not specified>",
-				"gcp.vertex.agent.llm_request": "{}", "gcp.vertex.agent.tool_call_args": "{}", "gcp.vertex.agent.tool_response": "{}",
-			}},
-			want: want{tool: true, client: "google_adk", name: "get_order", args: engine.ArgsAbsent, fpSrc: engine.FingerprintMissing},
-		},
-		{
-			name: "google adk merged tools are skipped",
-			span: fakeSpan{name: "execute_tool (merged tools)", attrs: map[string]any{
-				"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "(merged tools)",
-			}},
-			want: want{tool: false},
-		},
-		{
-			name: "openai agents via openinference, error-as-result",
-			span: fakeSpan{name: "fetch_page", attrs: map[string]any{
-				"openinference.span.kind": "TOOL", "tool.name": "fetch_page", "input.value": `{"url":"https://a"}`,
-				"output.value": "An error occurred while running the tool. Please try again. Error: boom",
-			}},
-			want: want{tool: true, client: "openinference", name: "fetch_page", args: engine.ArgsJSON, fpSrc: engine.FingerprintError, failed: true, class: "retry_requested"},
-		},
-		{
-			name: "openinference hide_inputs redaction",
-			span: fakeSpan{name: "fetch_page", attrs: map[string]any{
-				"openinference.span.kind": "TOOL", "tool.name": "fetch_page", "input.value": "__REDACTED__", "output.value": "__REDACTED__",
-			}},
-			want: want{tool: true, client: "openinference", name: "fetch_page", args: engine.ArgsAbsent, fpSrc: engine.FingerprintMissing},
-		},
-		{
-			name: "openai agents via logfire (Function: {name})",
-			span: fakeSpan{name: "Function: {name}", attrs: map[string]any{
-				"name": "get_weather", "input": `{"city":"Paris"}`, "output": "sunny", "gen_ai.system": "openai",
-				"logfire.msg": "Function: get_weather",
-			}},
-			want: want{tool: true, client: "openai_agents_logfire", name: "get_weather", args: engine.ArgsJSON, fpSrc: engine.FingerprintResult},
-		},
-		{
-			name: "traceloop langgraph tool",
-			span: fakeSpan{name: "tavily_search.tool", attrs: map[string]any{
-				"traceloop.span.kind": "tool", "traceloop.entity.name": "tavily_search",
-				"traceloop.entity.input":  `{"input_str":"{'query': 'x'}","tags":["seq:step:3"],"metadata":{"langgraph_step":3},"inputs":{"query":"x"},"kwargs":{"name":"tavily_search"}}`,
-				"traceloop.entity.output": `{"output":{"lc":1,"type":"constructor","id":["langchain","schema","messages","ToolMessage"],"kwargs":{"content":"r","tool_call_id":"c1","status":"success"}},"kwargs":{"name":"tavily_search"}}`,
-			}},
-			want: want{tool: true, client: "traceloop", name: "tavily_search", args: engine.ArgsJSON, fpSrc: engine.FingerprintResult},
-		},
-		{
-			name: "strands legacy events, tool status error",
-			span: fakeSpan{name: "execute_tool http_get", attrs: map[string]any{
-				"gen_ai.operation.name": "execute_tool", "gen_ai.system": "strands-agents", "gen_ai.tool.name": "http_get",
-				"gen_ai.tool.call.id": "tooluse_1", "gen_ai.tool.status": "error",
-			}, events: []fakeEvent{
-				{name: "gen_ai.tool.message", attrs: map[string]any{"role": "tool", "content": `{"url":"https://a"}`, "id": "tooluse_1"}},
-				{name: "gen_ai.choice", attrs: map[string]any{"message": `[{"text":"Error: 503"}]`, "id": "tooluse_1"}},
-			}},
-			want: want{tool: true, client: "strands", name: "http_get", args: engine.ArgsJSON, fpSrc: engine.FingerprintError, failed: true, class: "error", callID: "tooluse_1"},
-		},
-		{
-			name: "strands latest conventions (operation.details events)",
-			span: fakeSpan{name: "execute_tool http_get", attrs: map[string]any{
-				"gen_ai.operation.name": "execute_tool", "gen_ai.provider.name": "strands-agents", "gen_ai.tool.name": "http_get",
-				"gen_ai.tool.status": "success",
-			}, events: []fakeEvent{
-				{name: "gen_ai.client.inference.operation.details", attrs: map[string]any{"gen_ai.input.messages": `[{"role":"tool","parts":[{"type":"tool_call","name":"http_get","id":"t1","arguments":{"url":"https://a"}}]}]`}},
-				{name: "gen_ai.client.inference.operation.details", attrs: map[string]any{"gen_ai.output.messages": `[{"role":"tool","parts":[{"type":"tool_call_response","id":"t1","response":[{"text":"ok"}]}]}]`}},
-			}},
-			want: want{tool: true, client: "strands", name: "http_get", args: engine.ArgsJSON, fpSrc: engine.FingerprintResult},
-		},
-		{
-			name: "pydantic ai retry prompt as result with status ERROR",
-			span: fakeSpan{name: "execute_tool get_user", isErr: true, attrs: map[string]any{
-				"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_user", "gen_ai.tool.call.id": "pyd_1",
-				"gen_ai.tool.call.arguments": `{"id":-1}`, "gen_ai.tool.call.result": "id must be positive\n\nFix the errors and try again.",
-				"logfire.msg": "running tool: get_user",
-			}, events: []fakeEvent{{name: "exception", attrs: map[string]any{"exception.type": "pydantic_ai.exceptions.ToolRetryError"}}}},
-			want: want{tool: true, client: "pydantic_ai", name: "get_user", args: engine.ArgsJSON, fpSrc: engine.FingerprintError, failed: true, class: "pydantic_ai.exceptions.ToolRetryError", callID: "pyd_1"},
-		},
-		{
-			name: "pydantic ai output tool (final_result) is not an action",
-			span: fakeSpan{name: "execute_tool final_result", attrs: map[string]any{
-				"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "final_result",
-				"logfire.msg": "running output function: final_result",
-			}},
-			want: want{tool: false},
-		},
-		{
-			name: "pydantic ai instrumentation v2 (running tool, tool_arguments)",
-			span: fakeSpan{name: "running tool", attrs: map[string]any{
-				"gen_ai.tool.name": "get_user", "tool_arguments": `{"id":1}`, "tool_response": `{"name":"a"}`,
-				"logfire.msg": "running tool: get_user",
-			}},
-			want: want{tool: true, client: "pydantic_ai", name: "get_user", args: engine.ArgsJSON, fpSrc: engine.FingerprintResult},
-		},
-		{
-			name: "crewai via openinference, repeated input refused",
-			span: fakeSpan{name: "search_docs.run", attrs: map[string]any{
-				"openinference.span.kind": "TOOL", "tool.name": "search_docs", "tool.agent_role": "Researcher",
-				"input.value":  `{"query":"otel"}`,
-				"output.value": "I tried reusing the same input, I must stop using this action input. I'll try something else instead.\n\n",
-			}},
-			want: want{tool: true, client: "crewai", name: "search_docs", args: engine.ArgsJSON, fpSrc: engine.FingerprintError, failed: true, class: "retry_requested"},
-		},
-		{
-			name: "mcp client span",
-			span: fakeSpan{name: "tools/call get_weather", attrs: map[string]any{
-				"mcp.method.name": "tools/call", "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
-				"gen_ai.tool.call.id": "call_9", "jsonrpc.request.id": "3",
-			}},
-			want: want{tool: true, client: "mcp", name: "get_weather", args: engine.ArgsAbsent, callID: "call_9"},
-		},
-		{
-			name: "vercel ai sdk ai.toolCall",
-			span: fakeSpan{name: "ai.toolCall", attrs: map[string]any{
-				"operation.name": "ai.toolCall", "ai.operationId": "ai.toolCall", "ai.toolCall.name": "weather",
-				"ai.toolCall.id": "call_v1", "ai.toolCall.args": `{"city":"Oslo"}`, "ai.toolCall.result": `{"temp":3}`,
-			}},
-			want: want{tool: true, client: "vercel_ai", name: "weather", args: engine.ArgsJSON, fpSrc: engine.FingerprintResult, callID: "call_v1"},
-		},
-		{
-			name: "gemini cli tool_call span with traces enabled",
-			span: fakeSpan{name: "tool_call", attrs: map[string]any{
-				"gen_ai.operation.name": "tool_call", "gen_ai.agent.name": "gemini-cli", "gen_ai.tool.name": "run_shell_command",
-				"gen_ai.tool.call_id": "run_shell_command__1", "gen_ai.conversation.id": "s-1",
-				"gen_ai.input.messages":  `{"callId":"run_shell_command__1","name":"run_shell_command","args":{"command":"gh issue list"},"prompt_id":"s-1"}`,
-				"gen_ai.output.messages": `{"status":"success","response":{"callId":"run_shell_command__1","responseParts":[{"functionResponse":{"id":"run_shell_command__1","name":"run_shell_command","response":{"output":"gh: command not found"}}}]}}`,
-			}},
-			want: want{tool: true, client: "gemini_cli", name: "run_shell_command", args: engine.ArgsJSON, fpSrc: engine.FingerprintMissing, callID: "run_shell_command__1"},
-		},
-		{
-			name: "gemini cli tool_call span without traces: name only",
-			span: fakeSpan{name: "tool_call", attrs: map[string]any{
-				"gen_ai.operation.name": "tool_call", "gen_ai.tool.name": "read_file", "gen_ai.tool.call_id": "read_file__2",
-			}},
-			want: want{tool: true, client: "gemini_cli", name: "read_file", args: engine.ArgsAbsent, fpSrc: engine.FingerprintMissing, callID: "read_file__2"},
-		},
-		{
-			name: "gemini cli tool_call span with a truncated request",
-			span: fakeSpan{name: "tool_call", attrs: map[string]any{
-				"gen_ai.operation.name": "tool_call", "gen_ai.tool.name": "write_file",
-				"gen_ai.input.messages": `{"callId":"write_file__3","name":"write_file","args":{"content":"aaaa...[TRUNCATED: original length 20000]`,
-			}},
-			want: want{tool: true, client: "gemini_cli", name: "write_file", args: engine.ArgsAbsent, fpSrc: engine.FingerprintMissing},
-		},
-		{
-			name: "gemini cli schedule_tool_calls span is no tool call",
-			span: fakeSpan{name: "schedule_tool_calls", attrs: map[string]any{"gen_ai.operation.name": "schedule_tool_calls"}},
-			want: want{tool: false},
-		},
-		{
-			name: "claude code tool_result log event",
-			span: fakeSpan{name: "claude_code.tool_result", attrs: map[string]any{
-				"event.name": "tool_result", "tool_name": "Bash", "success": "false", "tool_use_id": "toolu_1",
-				"tool_parameters": `{"bash_command":"npm","full_command":"npm test","description":"Run tests"}`,
-				"session.id":      "s-1",
-			}},
-			want: want{tool: true, client: "claude_code", name: "Bash", args: engine.ArgsJSON, fpSrc: engine.FingerprintError, failed: true, class: "error", callID: "toolu_1"},
-		},
-	}
-	for _, tt := range tests {
+	for _, tt := range clientShapes {
 		t.Run(tt.name, func(t *testing.T) {
 			c, ok := run(t, x, tt.span)
 			require.Equal(t, tt.want.tool, ok)

@@ -80,161 +80,213 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // error: the result's Stop is "canceled" and the invoke_agent span ends with
 // an error status.
 func Run(ctx context.Context, tp trace.TracerProvider, s Scenario, o Options) (Result, error) {
+	p := newPlayer(ctx, tp, s, o)
+	for i := 0; ; i++ {
+		if p.o.MaxCalls > 0 && i >= p.o.MaxCalls {
+			return p.finish("max_calls")
+		}
+		c, ok := s.Next(i)
+		if !ok {
+			return p.finish("finished")
+		}
+		if stop, err := p.waitForCall(c); stop != "" || err != nil {
+			if err != nil {
+				return p.res, err
+			}
+			return p.finish(stop)
+		}
+		callStart := p.now()
+		if !c.NoChat {
+			p.emitChat(i, c, callStart)
+		}
+		if canceled := p.emitToolCall(i, c, callStart); canceled {
+			return p.finish("canceled")
+		}
+	}
+}
+
+// player is one run of a scenario: its options with defaults filled in,
+// the clock, the invoke_agent span and the result so far.
+type player struct {
+	ctx    context.Context
+	o      Options
+	now    func() time.Time
+	sleep  func(context.Context, time.Duration) error
+	tracer trace.Tracer
+	common []attribute.KeyValue
+	root   trace.Span
+	// spanCtx parents every span: it is not cancelled by the kill, so the
+	// last span still carries its parent when the run stops.
+	spanCtx   context.Context
+	res       Result
+	idPrefix  string
+	start     time.Time
+	prevStart time.Time
+}
+
+// newPlayer fills in o's defaults and starts the invoke_agent span.
+func newPlayer(ctx context.Context, tp trace.TracerProvider, s Scenario, o Options) *player {
 	if o.Speed <= 0 {
 		o.Speed = 1
 	}
 	if o.Model == "" {
 		o.Model = defaultModel
 	}
-	now := o.Now
-	if now == nil {
-		now = time.Now
+	p := &player{ctx: ctx, o: o, now: o.Now, sleep: o.Sleep, tracer: tp.Tracer(TracerName)}
+	if p.now == nil {
+		p.now = time.Now
 	}
-	sleep := o.Sleep
-	if sleep == nil {
-		sleep = sleepCtx
+	if p.sleep == nil {
+		p.sleep = sleepCtx
 	}
-	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) / o.Speed) }
-	flush := func() {
-		if o.Flush == nil {
-			return
-		}
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = o.Flush(fctx) // export errors are reported by the SDK's error handler
-	}
-
-	tracer := tp.Tracer(TracerName)
-	common := []attribute.KeyValue{attribute.String(AttrProviderName, defaultProvider)}
+	p.common = []attribute.KeyValue{attribute.String(AttrProviderName, defaultProvider)}
 	if o.SessionID != "" {
-		common = append(common, attribute.String(AttrConversationID, o.SessionID))
+		p.common = append(p.common, attribute.String(AttrConversationID, o.SessionID))
 	}
-	start := now()
-	rootCtx, root := tracer.Start(ctx, OperationInvokeAgent+" "+s.Agent,
+	p.start = p.now()
+	rootCtx, root := p.tracer.Start(ctx, OperationInvokeAgent+" "+s.Agent,
 		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithTimestamp(start),
-		trace.WithAttributes(common...),
+		trace.WithTimestamp(p.start),
+		trace.WithAttributes(p.common...),
 		trace.WithAttributes(
 			attribute.String(AttrOperationName, OperationInvokeAgent),
 			attribute.String(AttrAgentName, s.Agent),
 			attribute.String(AttrAgentID, "agent-"+s.Agent),
 			attribute.String(AttrRequestModel, o.Model),
 		))
-	// Spans are created under a context that is not cancelled by the kill,
-	// so the last span still carries its parent when the run stops.
-	spanCtx := context.WithoutCancel(rootCtx)
-	res := Result{Scenario: s.Name, Agent: s.Agent, SessionID: o.SessionID,
+	p.root = root
+	p.spanCtx = context.WithoutCancel(rootCtx)
+	p.res = Result{Scenario: s.Name, Agent: s.Agent, SessionID: o.SessionID,
 		TraceID: root.SpanContext().TraceID().String()}
-	idPrefix := "call_" + res.TraceID[:12]
+	p.idPrefix = "call_" + p.res.TraceID[:12]
+	return p
+}
 
-	var prevStart time.Time
-	finish := func(stop string) (Result, error) {
-		res.Stop = stop
-		end := now()
-		if stop == "canceled" {
-			root.SetStatus(codes.Error, "agent terminated")
-			root.SetAttributes(attribute.String(AttrErrorType, "terminated"))
-		}
-		root.End(trace.WithTimestamp(end))
-		flush()
-		res.Elapsed = end.Sub(start)
-		return res, nil
+// scale compresses a scenario duration by the run's speed.
+func (p *player) scale(d time.Duration) time.Duration { return time.Duration(float64(d) / p.o.Speed) }
+
+// flush hands the ended spans to the exporter, for at most 5 seconds.
+func (p *player) flush() {
+	if p.o.Flush == nil {
+		return
 	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(p.ctx), 5*time.Second)
+	defer cancel()
+	_ = p.o.Flush(fctx) // export errors are reported by the SDK's error handler
+}
 
-	for i := 0; ; i++ {
-		if o.MaxCalls > 0 && i >= o.MaxCalls {
-			return finish("max_calls")
-		}
-		c, ok := s.Next(i)
-		if !ok {
-			return finish("finished")
-		}
-		// Wait until the call's start time (scenario gap, start to start).
-		target := now()
-		if !prevStart.IsZero() {
-			target = prevStart.Add(scale(c.Gap))
-		}
-		if d := target.Sub(now()); d > 0 {
-			if err := sleep(ctx, d); err != nil {
-				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-					return finish("canceled")
-				}
-				return res, err
-			}
-		} else if ctx.Err() != nil {
-			return finish("canceled")
-		}
-		callStart := now()
+// finish ends the invoke_agent span (with an error status when canceled),
+// flushes and returns the result.
+func (p *player) finish(stop string) (Result, error) {
+	p.res.Stop = stop
+	end := p.now()
+	if stop == "canceled" {
+		p.root.SetStatus(codes.Error, "agent terminated")
+		p.root.SetAttributes(attribute.String(AttrErrorType, "terminated"))
+	}
+	p.root.End(trace.WithTimestamp(end))
+	p.flush()
+	p.res.Elapsed = end.Sub(p.start)
+	return p.res, nil
+}
 
-		// The model turn that chose this call: a chat span that ended just
-		// before the tool started.
-		if !c.NoChat {
-			chatDur := scale(defaultChatDuration)
-			if !prevStart.IsZero() {
-				chatDur = min(chatDur, scale(c.Gap)*8/10)
+// waitForCall waits until the call's start time (scenario gap, start to
+// start). stop is "canceled" when the run was canceled meanwhile; err is a
+// failure of the clock.
+func (p *player) waitForCall(c Call) (stop string, err error) {
+	target := p.now()
+	if !p.prevStart.IsZero() {
+		target = p.prevStart.Add(p.scale(c.Gap))
+	}
+	if d := target.Sub(p.now()); d > 0 {
+		if err := p.sleep(p.ctx, d); err != nil {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return "canceled", nil
 			}
-			if chatDur >= time.Millisecond {
-				chatEnd := callStart.Add(-time.Millisecond)
-				_, chat := tracer.Start(spanCtx, OperationChat+" "+o.Model,
-					trace.WithSpanKind(trace.SpanKindClient),
-					trace.WithTimestamp(chatEnd.Add(-chatDur)),
-					trace.WithAttributes(common...),
-					trace.WithAttributes(
-						attribute.String(AttrOperationName, OperationChat),
-						attribute.String(AttrRequestModel, o.Model),
-						attribute.Int(AttrInputTokens, 1200+37*i),
-						attribute.Int(AttrOutputTokens, 40+len(c.Args)/4),
-					))
-				chat.End(trace.WithTimestamp(chatEnd))
-			}
+			return "", err
 		}
+	} else if p.ctx.Err() != nil {
+		return "canceled", nil
+	}
+	return "", nil
+}
 
-		callID := fmt.Sprintf("%s_%04d", idPrefix, i+1)
-		attrs := append([]attribute.KeyValue{}, common...)
-		attrs = append(attrs,
-			attribute.String(AttrOperationName, OperationExecuteTool),
-			attribute.String(AttrToolName, c.Tool),
-			attribute.String(AttrToolType, "function"),
-			attribute.String(AttrToolCallID, callID),
-		)
-		if !o.NoContent {
-			attrs = append(attrs, attribute.String(AttrToolCallArgs, c.Args))
-			if c.Result != "" || c.ErrorType == "" {
-				attrs = append(attrs, attribute.String(AttrToolCallResult, c.Result))
-			}
-		}
-		if !o.NoEvidence {
-			attrs = append(attrs, evidenceAttrs(c, callStart, o.Speed)...)
-		}
-		if c.ErrorType != "" {
-			attrs = append(attrs, attribute.String(AttrErrorType, c.ErrorType))
-		}
-		_, span := tracer.Start(spanCtx, OperationExecuteTool+" "+c.Tool,
-			trace.WithSpanKind(trace.SpanKindInternal),
-			trace.WithTimestamp(callStart),
-			trace.WithAttributes(attrs...))
-		dur := c.Duration
-		if dur == 0 {
-			dur = defaultToolDuration
-		}
-		// The tool runs; a kill during the tool still ends the span.
-		canceled := sleep(ctx, scale(dur)) != nil
-		if c.ErrorType != "" {
-			span.SetStatus(codes.Error, c.ErrorMessage)
-			res.Errors++
-		}
-		span.End(trace.WithTimestamp(now()))
-		res.Calls++
-		prevStart = callStart
-		flush()
-		if o.OnCall != nil {
-			o.OnCall(CallInfo{Index: i + 1, Call: c, CallID: callID, TraceID: res.TraceID,
-				SpanID: span.SpanContext().SpanID().String(), Start: callStart})
-		}
-		if canceled {
-			return finish("canceled")
+// emitChat writes the model turn that chose call i: a chat span that ended
+// just before the tool started.
+func (p *player) emitChat(i int, c Call, callStart time.Time) {
+	chatDur := p.scale(defaultChatDuration)
+	if !p.prevStart.IsZero() {
+		chatDur = min(chatDur, p.scale(c.Gap)*8/10)
+	}
+	if chatDur < time.Millisecond {
+		return
+	}
+	chatEnd := callStart.Add(-time.Millisecond)
+	_, chat := p.tracer.Start(p.spanCtx, OperationChat+" "+p.o.Model,
+		trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithTimestamp(chatEnd.Add(-chatDur)),
+		trace.WithAttributes(p.common...),
+		trace.WithAttributes(
+			attribute.String(AttrOperationName, OperationChat),
+			attribute.String(AttrRequestModel, p.o.Model),
+			attribute.Int(AttrInputTokens, 1200+37*i),
+			attribute.Int(AttrOutputTokens, 40+len(c.Args)/4),
+		))
+	chat.End(trace.WithTimestamp(chatEnd))
+}
+
+// emitToolCall writes call i's execute_tool span, waits out the tool's
+// duration and reports whether the run was canceled meanwhile.
+func (p *player) emitToolCall(i int, c Call, callStart time.Time) (canceled bool) {
+	callID := fmt.Sprintf("%s_%04d", p.idPrefix, i+1)
+	_, span := p.tracer.Start(p.spanCtx, OperationExecuteTool+" "+c.Tool,
+		trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithTimestamp(callStart),
+		trace.WithAttributes(p.toolAttrs(c, callID, callStart)...))
+	dur := c.Duration
+	if dur == 0 {
+		dur = defaultToolDuration
+	}
+	// The tool runs; a kill during the tool still ends the span.
+	canceled = p.sleep(p.ctx, p.scale(dur)) != nil
+	if c.ErrorType != "" {
+		span.SetStatus(codes.Error, c.ErrorMessage)
+		p.res.Errors++
+	}
+	span.End(trace.WithTimestamp(p.now()))
+	p.res.Calls++
+	p.prevStart = callStart
+	p.flush()
+	if p.o.OnCall != nil {
+		p.o.OnCall(CallInfo{Index: i + 1, Call: c, CallID: callID, TraceID: p.res.TraceID,
+			SpanID: span.SpanContext().SpanID().String(), Start: callStart})
+	}
+	return canceled
+}
+
+// toolAttrs are the attributes of a tool call's span: the common ones, the
+// tool, its content unless left out, its evidence and its error.
+func (p *player) toolAttrs(c Call, callID string, callStart time.Time) []attribute.KeyValue {
+	attrs := append([]attribute.KeyValue{}, p.common...)
+	attrs = append(attrs,
+		attribute.String(AttrOperationName, OperationExecuteTool),
+		attribute.String(AttrToolName, c.Tool),
+		attribute.String(AttrToolType, "function"),
+		attribute.String(AttrToolCallID, callID),
+	)
+	if !p.o.NoContent {
+		attrs = append(attrs, attribute.String(AttrToolCallArgs, c.Args))
+		if c.Result != "" || c.ErrorType == "" {
+			attrs = append(attrs, attribute.String(AttrToolCallResult, c.Result))
 		}
 	}
+	if !p.o.NoEvidence {
+		attrs = append(attrs, evidenceAttrs(c, callStart, p.o.Speed)...)
+	}
+	if c.ErrorType != "" {
+		attrs = append(attrs, attribute.String(AttrErrorType, c.ErrorType))
+	}
+	return attrs
 }
 
 // evidenceAttrs writes the call's evidence. Under time compression the

@@ -32,7 +32,7 @@ func StateAlertName(state string) string {
 	return "Agent" + strings.ToUpper(state[:1]) + state[1:]
 }
 
-// Label names the destination sets itself; configured static labels must
+// ReservedLabels are the label names the destination sets itself; configured static labels must
 // not reuse them.
 var ReservedLabels = []string{"alertname", "state", "reason", "service", "agent", "client", "session", "dry_run"}
 

@@ -75,8 +75,12 @@ func TestPrefilterNeverDropsAToolSpan(t *testing.T) {
 			t.Errorf("%s: a chat span should not pass the prefilter", c.name)
 		}
 	}
+	checkGoldenInputs(t, p, x)
+}
 
-	// Every span of the golden scenarios and the client shapes.
+// checkGoldenInputs checks every span of the golden scenarios and the
+// client shapes.
+func checkGoldenInputs(t *testing.T, p *Prefilter, x *extract.Extractor) {
 	files, _ := filepath.Glob("../../../../testdata/scenarios/*/input.jsonl")
 	if len(files) == 0 {
 		t.Skip("no golden inputs found")
