@@ -72,6 +72,8 @@ func claudeRun() []claudeCall {
 // (claude_code.interaction > claude_code.tool > claude_code.tool.execution),
 // one OTLP JSON request per line as the collector's file exporter writes
 // them, flushed every few calls like the SDK's batch processors.
+//
+//nolint:funlen // one recording written out call by call, read top to bottom like the CLI wrote it
 func claudeRecording(withTraces bool) []byte {
 	start := time.Date(2026, 11, 28, 21, 4, 10, 0, time.UTC)
 	calls := claudeRun()

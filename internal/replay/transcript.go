@@ -179,83 +179,102 @@ func (r *transcriptReader) line(text []byte, n int) error {
 		at = t
 		r.clock = t
 	}
+	blocks, err := contentBlocks(&l)
+	if err != nil || len(blocks) == 0 {
+		return err
+	}
+	who := r.speaker(&l)
+	for i := range blocks {
+		if err := r.block(&blocks[i], &l, who, &at, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// contentBlocks are the content blocks of an assistant or user message;
+// none for other lines (prompts, attachments, summaries, results) and
+// plain-text messages.
+func contentBlocks(l *transcriptLine) ([]transcriptBlock, error) {
 	if len(l.Message) == 0 || (*l.Type != "assistant" && *l.Type != "user") {
-		return nil // prompts, attachments, summaries, results: no tool calls
+		return nil, nil
 	}
 	var m transcriptMessage
 	if err := json.Unmarshal(l.Message, &m); err != nil {
-		return fmt.Errorf("message: %w", err)
+		return nil, fmt.Errorf("message: %w", err)
+	}
+	if len(m.Content) == 0 || m.Content[0] != '[' {
+		return nil, nil
 	}
 	var blocks []transcriptBlock
-	if len(m.Content) == 0 || m.Content[0] != '[' {
-		return nil // a plain-text message
-	}
 	if err := json.Unmarshal(m.Content, &blocks); err != nil {
-		return fmt.Errorf("message content: %w", err)
+		return nil, fmt.Errorf("message content: %w", err)
 	}
-	session := l.SessionID
-	if session == "" {
-		session = l.StreamSessionID
-	}
-	if session == "" {
-		session = sessionFromName(r.name)
-	}
+	return blocks, nil
+}
+
+// lineSpeaker is the agent a line belongs to: its session, and for a
+// subagent the session and Task call that started it.
+type lineSpeaker struct {
+	session, parentSession, parent, agent string
+}
+
+func (r *transcriptReader) speaker(l *transcriptLine) lineSpeaker {
+	session := cmp.Or(l.SessionID, l.StreamSessionID, sessionFromName(r.name))
 	parent, agent := r.parent, r.agentID
 	if l.ParentToolUseID != nil && *l.ParentToolUseID != "" {
 		parent = *l.ParentToolUseID
 	}
-	if l.AgentID != "" {
-		agent = l.AgentID
-	} else if l.StreamAgentID != "" {
-		agent = l.StreamAgentID
-	}
+	agent = cmp.Or(l.AgentID, l.StreamAgentID, agent)
 	parentSession := ""
 	if sub := cmp.Or(agent, parent); sub != "" {
 		// stream-json from CLIs older than its agent_id names a subagent
 		// only by the Task call that started it.
 		parentSession, session = session, session+"/"+sub
 	}
-	for i := range blocks {
-		b := &blocks[i]
-		switch b.Type {
-		case "tool_use":
-			if b.ID == "" {
-				return fmt.Errorf("tool_use without an id")
-			}
-			if _, seen := r.byID[b.ID]; seen {
-				continue // stream-json repeats a message per content block
-			}
-			if at.IsZero() {
-				// No timestamps (older stream-json): a second per call
-				// keeps the order and gives the timers something to read.
-				at = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
-			}
-			if l.Timestamp == "" {
-				at = at.Add(time.Second)
-				r.clock = at
-			}
-			input := b.Input
-			if len(input) == 0 {
-				input = json.RawMessage("{}")
-			}
-			r.byID[b.ID] = len(r.calls)
-			r.calls = append(r.calls, TranscriptCall{
-				Session: session, ParentSession: parentSession, ID: b.ID, Parent: parent, AgentID: agent, Tool: b.Name,
-				Input: input, Start: at, End: at, Version: l.Version,
-				Source: fmt.Sprintf("%s:%d", r.name, n),
-			})
-		case "tool_result":
-			k, ok := r.byID[b.ToolUseID]
-			if !ok || r.calls[k].HasResult {
-				continue // its call is in an earlier file (a resumed session)
-			}
-			c := &r.calls[k]
-			c.HasResult = true
-			c.Result = resultText(b.Content)
-			c.IsError = b.IsError != nil && *b.IsError
-			if at.After(c.Start) {
-				c.End = at
-			}
+	return lineSpeaker{session: session, parentSession: parentSession, parent: parent, agent: agent}
+}
+
+// block records a tool_use as a call, or a tool_result as its call's result.
+func (r *transcriptReader) block(b *transcriptBlock, l *transcriptLine, who lineSpeaker, at *time.Time, n int) error {
+	switch b.Type {
+	case "tool_use":
+		if b.ID == "" {
+			return fmt.Errorf("tool_use without an id")
+		}
+		if _, seen := r.byID[b.ID]; seen {
+			return nil // stream-json repeats a message per content block
+		}
+		if at.IsZero() {
+			// No timestamps (older stream-json): a second per call keeps
+			// the order and gives the timers something to read.
+			*at = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+		}
+		if l.Timestamp == "" {
+			*at = at.Add(time.Second)
+			r.clock = *at
+		}
+		input := b.Input
+		if len(input) == 0 {
+			input = json.RawMessage("{}")
+		}
+		r.byID[b.ID] = len(r.calls)
+		r.calls = append(r.calls, TranscriptCall{
+			Session: who.session, ParentSession: who.parentSession, ID: b.ID, Parent: who.parent, AgentID: who.agent, Tool: b.Name,
+			Input: input, Start: *at, End: *at, Version: l.Version,
+			Source: fmt.Sprintf("%s:%d", r.name, n),
+		})
+	case "tool_result":
+		k, ok := r.byID[b.ToolUseID]
+		if !ok || r.calls[k].HasResult {
+			return nil // its call is in an earlier file (a resumed session)
+		}
+		c := &r.calls[k]
+		c.HasResult = true
+		c.Result = resultText(b.Content)
+		c.IsError = b.IsError != nil && *b.IsError
+		if at.After(c.Start) {
+			c.End = *at
 		}
 	}
 	return nil
