@@ -10,10 +10,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processortest"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -53,7 +56,15 @@ func toolTraces(trace byte, seq uint64, start time.Time, tool, args, result stri
 	return td
 }
 
-func newTestDetector(t *testing.T, tt *componenttest.Telemetry, mod func(*Config)) (*detector, *consumertest.TracesSink) {
+// testDetector is a traces component made by its own factory, with the
+// shared detector at hand and a next consumer the test may swap.
+type testDetector struct {
+	*detector
+	processor.Traces
+	next consumer.Traces
+}
+
+func newTestDetector(t *testing.T, tt *componenttest.Telemetry, mod func(*Config)) (*testDetector, *consumertest.TracesSink) {
 	t.Helper()
 	cfg := createDefaultConfig()
 	if mod != nil {
@@ -64,9 +75,14 @@ func newTestDetector(t *testing.T, tt *componenttest.Telemetry, mod func(*Config
 	if tt != nil {
 		set = metadatatest.NewSettings(tt)
 	}
-	d, err := newDetector(set, cfg, sink)
+	td := &testDetector{next: sink}
+	next, err := consumer.NewTraces(func(ctx context.Context, b ptrace.Traces) error { return td.next.ConsumeTraces(ctx, b) })
 	require.NoError(t, err)
-	return d, sink
+	f := &factory{detectors: map[component.ID]*detector{}}
+	td.Traces, err = f.createTraces(context.Background(), set, cfg, next)
+	require.NoError(t, err)
+	td.detector = f.detectors[set.ID]
+	return td, sink
 }
 
 func events(t *testing.T, all []ptrace.Traces) []loopevent.Event {

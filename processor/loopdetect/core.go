@@ -1,0 +1,266 @@
+package loopdetect
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/loopevent"
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
+)
+
+// The detector core: one walk over a batch of either signal. A signal
+// adapter (traces.go, logs.go) knows its batch's shape — resources, scopes,
+// records — and how a verdict is written into it; the walk does the rest,
+// in this order for every record: strip a forged verdict, advance the
+// event clock, extract the call, resolve its session, observe it, count;
+// then the batch is forwarded (processorhelper), a failed forward keeps
+// its transitions pending, and in event_time mode the timers run.
+
+// step is what the walk does with a record, as its signal adapter screened
+// it.
+type step uint8
+
+const (
+	// stepSkip: not a record the walk reads at all (an accepted
+	// tool_decision); it does not move the event clock.
+	stepSkip step = iota
+	// stepForged: a verdict from outside, removed at the scope's end.
+	stepForged
+	// stepSeen: read for its time only (a span without tool call or usage).
+	stepSeen
+	// stepUsage: not a tool call; its token usage, if any, is read.
+	stepUsage
+	// stepCall: may be a tool call. stepDeclared: the record declares one
+	// (the prefilter's word), so extract need not look it up again.
+	stepCall
+	stepDeclared
+)
+
+// signal is one signal's side of the walk: B is its batch, L a scope's
+// record list and R its record adapter.
+type signal[B comparable, L any, R extract.Span] interface {
+	resources(b B) int
+	// scopes returns resource i's attributes and scope count.
+	scopes(b B, i int) (res pcommon.Map, n int)
+	// records returns scope j of resource i and its record count.
+	records(b B, i, j int) (L, int)
+	// screen adapts record k of l and says what the walk does with it.
+	// It strips verdict events from a record it keeps (counting them).
+	screen(w *walk, l L, k int, res pcommon.Map) (R, step)
+	// usage reads the token usage of a record that is not a tool call.
+	usage(w *walk, rec R)
+	// extractor is the extractor of the signal's records.
+	extractor() *extract.Extractor
+	// emit writes the transitions in w.st.trans for rec.
+	emit(w *walk, l L, rec R)
+	// endScope removes the scope's forged verdicts (when forged) and
+	// writes the transitions emit left pending.
+	endScope(w *walk, l L, forged bool)
+	// timerBatch builds a batch of timer-driven transitions.
+	timerBatch(trans []engine.Transition) B
+}
+
+// walk is one batch's pass: the batch's state and counts, and the
+// transition events of the scope being read (logs write them at the
+// scope's end).
+type walk struct {
+	ctx     context.Context
+	d       *detector
+	st      *batchState
+	n       batchCounts
+	pending []loopevent.Event
+}
+
+// side is the detector's state for one signal: its adapter, every
+// pipeline's output (timer-driven transitions go to each) and the
+// transitions of batches being forwarded.
+type side[B comparable, L any, R extract.Span] struct {
+	d   *detector
+	sig signal[B, L, R]
+
+	outMu  sync.Mutex
+	outs   []func(context.Context, B) error
+	logger *zap.Logger // the first pipeline's
+
+	// inflight holds the transitions of a batch between the walk and the
+	// end of its forwarding (processorhelper forwards it): should that
+	// fail, they are kept pending. Most batches have none and cost one
+	// atomic load.
+	inflightMu sync.Mutex
+	inflight   map[B][]engine.Transition
+	nInflight  atomic.Int32
+}
+
+func newSide[B comparable, L any, R extract.Span](d *detector, sig signal[B, L, R]) *side[B, L, R] {
+	return &side[B, L, R]{d: d, sig: sig, inflight: map[B][]engine.Transition{}}
+}
+
+// process is the processorhelper process function: it walks b and
+// returns it to be forwarded.
+func (s *side[B, L, R]) process(ctx context.Context, b B) (B, error) {
+	d := s.d
+	st := d.pool.Get().(*batchState)
+	w := walk{ctx: ctx, d: d, st: st}
+	s.walk(&w, b)
+	d.flushTokens(st)
+	d.countBatch(ctx, w.n)
+	if w.n.noSession > 0 {
+		d.logger.Debug("Tool calls without a session key or trace context were skipped",
+			zap.Int64("records", w.n.noSession))
+	}
+	d.reportStats(ctx)
+	if len(st.batch) > 0 {
+		s.hold(b, st.batch)
+	}
+	d.release(st)
+	return b, nil
+}
+
+// walk reads every record of b.
+func (s *side[B, L, R]) walk(w *walk, b B) {
+	for i := range s.sig.resources(b) {
+		res, scopes := s.sig.scopes(b, i)
+		w.st.sc.ShareResource()
+		for j := range scopes {
+			l, n := s.sig.records(b, i, j)
+			w.n.items += int64(n)
+			w.pending = w.pending[:0]
+			forged := false
+			for k := range n {
+				rec, stp := s.sig.screen(w, l, k, res)
+				if stp <= stepForged {
+					forged = forged || stp == stepForged
+					continue
+				}
+				s.record(w, l, rec, stp)
+			}
+			s.sig.endScope(w, l, forged)
+		}
+	}
+}
+
+// record handles one record the walk reads: the clock, then the call.
+func (s *side[B, L, R]) record(w *walk, l L, rec R, stp step) {
+	d, st := w.d, w.st
+	if d.cfg.EventTime {
+		advance(&d.eventNow, rec.End().UnixNano())
+	}
+	switch stp {
+	case stepSeen:
+		return
+	case stepUsage:
+		s.sig.usage(w, rec)
+		return
+	}
+	d.forgetTrace(st)
+	var ok bool
+	var out extract.Outcome
+	if stp == stepDeclared {
+		ok, out = extract.ExtractDeclared(s.sig.extractor(), rec, &st.sc, &st.call)
+	} else {
+		ok, out = extract.Extract(s.sig.extractor(), rec, &st.sc, &st.call)
+	}
+	if !ok {
+		s.sig.usage(w, rec)
+		return
+	}
+	if noSessionKey(&st.call) {
+		w.n.noSession++
+		return
+	}
+	d.observe(w.ctx, st, out, &w.n)
+	if len(st.trans) > 0 {
+		s.sig.emit(w, l, rec)
+	}
+}
+
+// hold keeps the transitions of b until its forwarding ends. A batch in
+// flight twice at once (never, from one pipeline) shares one entry.
+func (s *side[B, L, R]) hold(b B, trans []engine.Transition) {
+	s.inflightMu.Lock()
+	s.inflight[b] = append(s.inflight[b], trans...)
+	s.inflightMu.Unlock()
+	s.nInflight.Add(1)
+}
+
+// landed takes the transitions held for b.
+func (s *side[B, L, R]) landed(b B) []engine.Transition {
+	if s.nInflight.Load() == 0 {
+		return nil
+	}
+	s.inflightMu.Lock()
+	defer s.inflightMu.Unlock()
+	trans, ok := s.inflight[b]
+	if ok {
+		delete(s.inflight, b)
+		s.nInflight.Add(-1)
+	}
+	return trans
+}
+
+// forwarder returns the consume function of one pipeline's output: the
+// processed batch goes to next; if next fails, the batch's transitions are
+// kept pending (a kill is never lost to a full queue downstream), else the
+// event-time timers run.
+func (s *side[B, L, R]) forwarder(next func(context.Context, B) error) func(context.Context, B) error {
+	return func(ctx context.Context, b B) error {
+		err := next(ctx, b)
+		trans := s.landed(b)
+		if err != nil {
+			s.d.keepPending(trans)
+			return err
+		}
+		return s.d.eventTimeTick(ctx)
+	}
+}
+
+// addOutput registers a pipeline's output for timer-driven transitions.
+func (s *side[B, L, R]) addOutput(next func(context.Context, B) error, logger *zap.Logger) {
+	s.outMu.Lock()
+	defer s.outMu.Unlock()
+	s.outs = append(s.outs, next)
+	if s.logger == nil {
+		s.logger = logger
+	}
+}
+
+func (s *side[B, L, R]) hasOutputs() bool {
+	s.outMu.Lock()
+	defer s.outMu.Unlock()
+	return len(s.outs) > 0
+}
+
+// deliver sends timer-driven transitions to every pipeline's output, each
+// its own batch; they are kept pending if any output fails (their event
+// ids are stable, so an output that had them recognises the repetition).
+func (s *side[B, L, R]) deliver(ctx context.Context, trans []engine.Transition) error {
+	if len(trans) == 0 {
+		return nil
+	}
+	s.outMu.Lock()
+	outs := slices.Clone(s.outs)
+	s.outMu.Unlock()
+	var err error
+	for _, out := range outs {
+		if e := out(ctx, s.sig.timerBatch(trans)); e != nil && err == nil {
+			err = e
+		}
+	}
+	if err != nil {
+		s.d.keepPending(trans)
+	}
+	return err
+}
+
+// firstLogger is the logger of the signal's first pipeline.
+func (s *side[B, L, R]) firstLogger() *zap.Logger {
+	s.outMu.Lock()
+	defer s.outMu.Unlock()
+	return s.logger
+}
