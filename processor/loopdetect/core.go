@@ -106,8 +106,11 @@ func newSide[B comparable, L any, R extract.Span](d *detector, sig signal[B, L, 
 func (s *side[B, L, R]) process(ctx context.Context, b B) (B, error) {
 	d := s.d
 	st := d.pool.Get().(*batchState)
-	w := walk{ctx: ctx, d: d, st: st}
-	s.walk(&w, b)
+	// The walk lives in the pooled state: handed to the adapter's methods,
+	// one on the stack would escape, an allocation per batch.
+	w := &st.walk
+	*w = walk{ctx: ctx, d: d, st: st, pending: w.pending[:0]}
+	s.walk(w, b)
 	d.flushTokens(st)
 	d.countBatch(ctx, w.n)
 	if w.n.noSession > 0 {

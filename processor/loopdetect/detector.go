@@ -55,8 +55,8 @@ type detector struct {
 	pendingMu sync.Mutex
 	pending   []engine.Transition
 
-	// members are the components sharing the detector, started those
-	// started (guarded by the factory's lock).
+	// members counts the components sharing the detector and started
+	// those started (both guarded by the factory's lock).
 	members, started int
 
 	stop chan struct{}
@@ -105,6 +105,8 @@ type batchState struct {
 	// clock is the batch's processing time (batchNow), when clockOK.
 	clock   time.Time
 	clockOK bool
+	// walk is the batch's pass (core.go).
+	walk walk
 }
 
 // batchNow is the time the engine decides st's batch at: the event clock in
@@ -129,6 +131,7 @@ func (d *detector) release(st *batchState) {
 	st.batch = st.batch[:0]
 	st.trace = traceMemo{}
 	st.clockOK = false
+	st.walk = walk{pending: st.walk.pending[:0]}
 	st.sc.ForgetResource()
 	d.pool.Put(st)
 }

@@ -296,3 +296,36 @@ func TestRejectedLeaseIsCountedAsDegraded(t *testing.T) {
 		{Value: 1, Attributes: attribute.NewSet(attribute.String("kind", "lease_rejected"))},
 	}, metricdatatest.IgnoreTimestamp())
 }
+
+// TestTimerTransitionsReachEveryPipeline: two traces pipelines share the
+// detector of one processor id; a timer-driven transition goes to the
+// output of each, not only to the first pipeline created.
+func TestTimerTransitionsReachEveryPipeline(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.EventTime = true
+	f := &factory{detectors: map[component.ID]*detector{}}
+	set := processortest.NewNopSettings(metadata.Type)
+	ctx := context.Background()
+	first, second := new(consumertest.TracesSink), new(consumertest.TracesSink)
+	p1, err := f.createTraces(ctx, set, cfg, first)
+	require.NoError(t, err)
+	p2, err := f.createTraces(ctx, set, cfg, second)
+	require.NoError(t, err)
+	d := f.detectors[set.ID]
+	lease := map[string]any{"loopdetect.wait.owner": "approver", "loopdetect.wait.deadline": base.Add(time.Minute).UTC().Format(time.RFC3339)}
+	for i := 0; i < 2; i++ {
+		require.NoError(t, p2.ConsumeTraces(ctx, toolTraces(7, uint64(i), base.Add(time.Duration(i)*time.Millisecond), "check", `{"id":1}`, "pending", lease)))
+	}
+	require.Len(t, events(t, second.AllTraces()), 1, "the waiting transition rides on the batch that caused it")
+	require.Empty(t, first.AllTraces())
+	require.NoError(t, d.tick(ctx, base.Add(2*time.Minute)))
+	for _, sink := range []*consumertest.TracesSink{first, second} {
+		all := sink.AllTraces()
+		evs := events(t, all[len(all)-1:])
+		require.Len(t, evs, 1)
+		require.Equal(t, "stuck", evs[0].To)
+		require.Equal(t, "tick", evs[0].Trigger)
+	}
+	require.NoError(t, p1.Shutdown(ctx))
+	require.NoError(t, p2.Shutdown(ctx))
+}
