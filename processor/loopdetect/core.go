@@ -22,43 +22,21 @@ import (
 // then the batch is forwarded (processorhelper), a failed forward keeps
 // its transitions pending, and in event_time mode the timers run.
 
-// step is what the walk does with a record, as its signal adapter screened
-// it.
-type step uint8
-
-const (
-	// stepSkip: not a record the walk reads at all (an accepted
-	// tool_decision); it does not move the event clock.
-	stepSkip step = iota
-	// stepForged: a verdict from outside, removed at the scope's end.
-	stepForged
-	// stepSeen: read for its time only (a span without tool call or usage).
-	stepSeen
-	// stepUsage: not a tool call; its token usage, if any, is read.
-	stepUsage
-	// stepCall: may be a tool call. stepDeclared: the record declares one
-	// (the prefilter's word), so extract need not look it up again.
-	stepCall
-	stepDeclared
-)
-
 // signal is one signal's side of the walk: B is its batch, L a scope's
-// record list and R its record adapter.
-type signal[B comparable, L any, R extract.Span] interface {
+// record list.
+type signal[B comparable, L any] interface {
 	resources(b B) int
 	// scopes returns resource i's attributes and scope count.
 	scopes(b B, i int) (res pcommon.Map, n int)
 	// records returns scope j of resource i and its record count.
 	records(b B, i, j int) (L, int)
-	// screen adapts record k of l and says what the walk does with it.
-	// It strips verdict events from a record it keeps (counting them).
-	screen(w *walk, l L, k int, res pcommon.Map) (R, step)
-	// usage reads the token usage of a record that is not a tool call.
-	usage(w *walk, rec R)
-	// extractor is the extractor of the signal's records.
-	extractor() *extract.Extractor
-	// emit writes the transitions in w.st.trans for rec.
-	emit(w *walk, l L, rec R)
+	// scope reads scope l's records, resource attributes res, and
+	// reports whether it met forged verdicts. The loop over records is the
+	// adapter's, not the core's: most records are not tool calls, and a
+	// loop over a concrete type reads them with static calls only, where
+	// the core would make two calls through this interface per record.
+	// A record that may be a tool call goes to readCall.
+	scope(w *walk, l L, res pcommon.Map) (forged bool)
 	// endScope removes the scope's forged verdicts (when forged) and
 	// writes the transitions emit left pending.
 	endScope(w *walk, l L, forged bool)
@@ -80,9 +58,9 @@ type walk struct {
 // side is the detector's state for one signal: its adapter, every
 // pipeline's output (timer-driven transitions go to each) and the
 // transitions of batches being forwarded.
-type side[B comparable, L any, R extract.Span] struct {
+type side[B comparable, L any] struct {
 	d   *detector
-	sig signal[B, L, R]
+	sig signal[B, L]
 
 	outMu  sync.Mutex
 	outs   []func(context.Context, B) error
@@ -97,13 +75,13 @@ type side[B comparable, L any, R extract.Span] struct {
 	nInflight  atomic.Int32
 }
 
-func newSide[B comparable, L any, R extract.Span](d *detector, sig signal[B, L, R]) *side[B, L, R] {
-	return &side[B, L, R]{d: d, sig: sig, inflight: map[B][]engine.Transition{}}
+func newSide[B comparable, L any](d *detector, sig signal[B, L]) *side[B, L] {
+	return &side[B, L]{d: d, sig: sig, inflight: map[B][]engine.Transition{}}
 }
 
 // process is the processorhelper process function: it walks b and
 // returns it to be forwarded.
-func (s *side[B, L, R]) process(ctx context.Context, b B) (B, error) {
+func (s *side[B, L]) process(ctx context.Context, b B) (B, error) {
 	d := s.d
 	st := d.pool.Get().(*batchState)
 	// The walk lives in the pooled state: handed to the adapter's methods,
@@ -126,7 +104,7 @@ func (s *side[B, L, R]) process(ctx context.Context, b B) (B, error) {
 }
 
 // walk reads every record of b.
-func (s *side[B, L, R]) walk(w *walk, b B) {
+func (s *side[B, L]) walk(w *walk, b B) {
 	for i := range s.sig.resources(b) {
 		res, scopes := s.sig.scopes(b, i)
 		w.st.sc.ShareResource()
@@ -134,58 +112,53 @@ func (s *side[B, L, R]) walk(w *walk, b B) {
 			l, n := s.sig.records(b, i, j)
 			w.n.items += int64(n)
 			w.pending = w.pending[:0]
-			forged := false
-			for k := range n {
-				rec, stp := s.sig.screen(w, l, k, res)
-				if stp <= stepForged {
-					forged = forged || stp == stepForged
-					continue
-				}
-				s.record(w, l, rec, stp)
-			}
+			forged := s.sig.scope(w, l, res)
 			s.sig.endScope(w, l, forged)
 		}
 	}
 }
 
-// record handles one record the walk reads: the clock, then the call.
-func (s *side[B, L, R]) record(w *walk, l L, rec R, stp step) {
+// callResult is what readCall made of a record.
+type callResult uint8
+
+const (
+	// notCall: not a tool call after all; a span's usage is read instead.
+	notCall callResult = iota
+	// callSkipped: a tool call without a session; nothing to write.
+	callSkipped
+	// callObserved: observed; the adapter writes w.st.trans, if any.
+	callObserved
+)
+
+// readCall extracts and observes a record the adapter screened as a
+// possible tool call; declared is the prefilter's word that it is one, so
+// extract need not look it up again. A generic function rather than an
+// adapter method so both signals share it; it runs for tool calls only,
+// where the extraction dwarfs the call.
+func readCall[R extract.Span](w *walk, x *extract.Extractor, rec R, declared bool) callResult {
 	d, st := w.d, w.st
-	if d.cfg.EventTime {
-		advance(&d.eventNow, rec.End().UnixNano())
-	}
-	switch stp {
-	case stepSeen:
-		return
-	case stepUsage:
-		s.sig.usage(w, rec)
-		return
-	}
 	d.forgetTrace(st)
 	var ok bool
 	var out extract.Outcome
-	if stp == stepDeclared {
-		ok, out = extract.ExtractDeclared(s.sig.extractor(), rec, &st.sc, &st.call)
+	if declared {
+		ok, out = extract.ExtractDeclared(x, rec, &st.sc, &st.call)
 	} else {
-		ok, out = extract.Extract(s.sig.extractor(), rec, &st.sc, &st.call)
+		ok, out = extract.Extract(x, rec, &st.sc, &st.call)
 	}
 	if !ok {
-		s.sig.usage(w, rec)
-		return
+		return notCall
 	}
 	if noSessionKey(&st.call) {
 		w.n.noSession++
-		return
+		return callSkipped
 	}
 	d.observe(w.ctx, st, out, &w.n)
-	if len(st.trans) > 0 {
-		s.sig.emit(w, l, rec)
-	}
+	return callObserved
 }
 
 // hold keeps the transitions of b until its forwarding ends. A batch in
 // flight twice at once (never, from one pipeline) shares one entry.
-func (s *side[B, L, R]) hold(b B, trans []engine.Transition) {
+func (s *side[B, L]) hold(b B, trans []engine.Transition) {
 	s.inflightMu.Lock()
 	s.inflight[b] = append(s.inflight[b], trans...)
 	s.inflightMu.Unlock()
@@ -193,7 +166,7 @@ func (s *side[B, L, R]) hold(b B, trans []engine.Transition) {
 }
 
 // landed takes the transitions held for b.
-func (s *side[B, L, R]) landed(b B) []engine.Transition {
+func (s *side[B, L]) landed(b B) []engine.Transition {
 	if s.nInflight.Load() == 0 {
 		return nil
 	}
@@ -211,7 +184,7 @@ func (s *side[B, L, R]) landed(b B) []engine.Transition {
 // processed batch goes to next; if next fails, the batch's transitions are
 // kept pending (a kill is never lost to a full queue downstream), else the
 // event-time timers run.
-func (s *side[B, L, R]) forwarder(next func(context.Context, B) error) func(context.Context, B) error {
+func (s *side[B, L]) forwarder(next func(context.Context, B) error) func(context.Context, B) error {
 	return func(ctx context.Context, b B) error {
 		err := next(ctx, b)
 		trans := s.landed(b)
@@ -224,7 +197,7 @@ func (s *side[B, L, R]) forwarder(next func(context.Context, B) error) func(cont
 }
 
 // addOutput registers a pipeline's output for timer-driven transitions.
-func (s *side[B, L, R]) addOutput(next func(context.Context, B) error, logger *zap.Logger) {
+func (s *side[B, L]) addOutput(next func(context.Context, B) error, logger *zap.Logger) {
 	s.outMu.Lock()
 	defer s.outMu.Unlock()
 	s.outs = append(s.outs, next)
@@ -233,7 +206,7 @@ func (s *side[B, L, R]) addOutput(next func(context.Context, B) error, logger *z
 	}
 }
 
-func (s *side[B, L, R]) hasOutputs() bool {
+func (s *side[B, L]) hasOutputs() bool {
 	s.outMu.Lock()
 	defer s.outMu.Unlock()
 	return len(s.outs) > 0
@@ -242,7 +215,7 @@ func (s *side[B, L, R]) hasOutputs() bool {
 // deliver sends timer-driven transitions to every pipeline's output, each
 // its own batch; they are kept pending if any output fails (their event
 // ids are stable, so an output that had them recognises the repetition).
-func (s *side[B, L, R]) deliver(ctx context.Context, trans []engine.Transition) error {
+func (s *side[B, L]) deliver(ctx context.Context, trans []engine.Transition) error {
 	if len(trans) == 0 {
 		return nil
 	}
@@ -262,7 +235,7 @@ func (s *side[B, L, R]) deliver(ctx context.Context, trans []engine.Transition) 
 }
 
 // firstLogger is the logger of the signal's first pipeline.
-func (s *side[B, L, R]) firstLogger() *zap.Logger {
+func (s *side[B, L]) firstLogger() *zap.Logger {
 	s.outMu.Lock()
 	defer s.outMu.Unlock()
 	return s.logger

@@ -86,8 +86,8 @@ func newDetector(set processor.Settings, cfg *Config) (*detector, error) {
 	}
 	d.pre = pdataspan.NewPrefilter(d.x.Keys())
 	d.traceSessions = len(d.x.Keys().Session) == 0
-	d.traces = newSide(d, signal[ptrace.Traces, ptrace.SpanSlice, pdataspan.Span](tracesSignal{d: d}))
-	d.logs = newSide(d, signal[plog.Logs, plog.LogRecordSlice, pdataspan.LogRecord](logsSignal{x: newLogsExtractor(cfg)}))
+	d.traces = newSide(d, signal[ptrace.Traces, ptrace.SpanSlice](tracesSignal{d: d}))
+	d.logs = newSide(d, signal[plog.Logs, plog.LogRecordSlice](logsSignal{x: newLogsExtractor(cfg)}))
 	d.pool.New = func() any { return new(batchState) }
 	return d, nil
 }

@@ -25,9 +25,9 @@ var defaultLogSessionKeys = []string{"session.id", "gen_ai.conversation.id"}
 // logsSignal adapts plog.Logs to the walk (core.go).
 type logsSignal struct{ x *extract.Extractor }
 
-type logsSide = side[plog.Logs, plog.LogRecordSlice, pdataspan.LogRecord]
+type logsSide = side[plog.Logs, plog.LogRecordSlice]
 
-var _ signal[plog.Logs, plog.LogRecordSlice, pdataspan.LogRecord] = logsSignal{}
+var _ signal[plog.Logs, plog.LogRecordSlice] = logsSignal{}
 
 // newLogsExtractor reads log records with cfg's keys, the default log
 // session keys when none are configured.
@@ -51,35 +51,37 @@ func (logsSignal) records(ld plog.Logs, i, j int) (plog.LogRecordSlice, int) {
 	return lrs, lrs.Len()
 }
 
-// screen: an incoming transition record is forged (it would become a
+// scope: an incoming transition record is forged (it would become a
 // signed kill in alert_sink); an accepted tool_decision is skipped (its
-// tool_result follows); a rejected one is a call, counted as refused.
-func (logsSignal) screen(w *walk, lrs plog.LogRecordSlice, k int, res pcommon.Map) (pdataspan.LogRecord, step) {
-	lr := lrs.At(k)
-	if lr.EventName() == loopevent.EventName {
-		return pdataspan.LogRecord{}, stepForged
+// tool_result follows) and does not move the event clock; a rejected one
+// is a call, counted as refused. Log records carry no token usage the
+// engine reads. Transitions are kept for the scope's end (endScope):
+// appended now, they would be read as records of the scope.
+func (a logsSignal) scope(w *walk, lrs plog.LogRecordSlice, res pcommon.Map) (forged bool) {
+	eventTime := w.d.cfg.EventTime
+	for k := range lrs.Len() {
+		lr := lrs.At(k)
+		if lr.EventName() == loopevent.EventName {
+			forged = true
+			continue
+		}
+		rec := pdataspan.NewLogRecord(lr, res)
+		if !rec.MayBeCall() {
+			continue
+		}
+		if rec.Refused() {
+			w.n.refused++
+		}
+		if eventTime {
+			advance(&w.d.eventNow, rec.End().UnixNano())
+		}
+		if readCall(w, a.x, rec, false) == callObserved {
+			for t := range w.st.trans {
+				w.pending = append(w.pending, toEvent(&w.st.trans[t]))
+			}
+		}
 	}
-	rec := pdataspan.NewLogRecord(lr, res)
-	if !rec.MayBeCall() {
-		return rec, stepSkip
-	}
-	if rec.Refused() {
-		w.n.refused++
-	}
-	return rec, stepCall
-}
-
-// usage: log records carry no token usage the engine reads.
-func (logsSignal) usage(*walk, pdataspan.LogRecord) {}
-
-func (a logsSignal) extractor() *extract.Extractor { return a.x }
-
-// emit keeps the transitions for the scope's end: appended now, they would
-// be read as records of the scope.
-func (logsSignal) emit(w *walk, _ plog.LogRecordSlice, _ pdataspan.LogRecord) {
-	for t := range w.st.trans {
-		w.pending = append(w.pending, toEvent(&w.st.trans[t]))
-	}
+	return forged
 }
 
 func (logsSignal) endScope(w *walk, lrs plog.LogRecordSlice, forged bool) {

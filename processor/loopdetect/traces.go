@@ -6,7 +6,6 @@ import (
 
 	"github.com/otelcol-loop/otelcol-loop/internal/loopevent"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
-	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/metadata"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/pdataspan"
 )
@@ -18,9 +17,9 @@ import (
 // tracesSignal adapts ptrace.Traces to the walk (core.go).
 type tracesSignal struct{ d *detector }
 
-type tracesSide = side[ptrace.Traces, ptrace.SpanSlice, pdataspan.Span]
+type tracesSide = side[ptrace.Traces, ptrace.SpanSlice]
 
-var _ signal[ptrace.Traces, ptrace.SpanSlice, pdataspan.Span] = tracesSignal{}
+var _ signal[ptrace.Traces, ptrace.SpanSlice] = tracesSignal{}
 
 func (tracesSignal) resources(td ptrace.Traces) int { return td.ResourceSpans().Len() }
 
@@ -34,46 +33,58 @@ func (tracesSignal) records(td ptrace.Traces, i, j int) (ptrace.SpanSlice, int) 
 	return ss, ss.Len()
 }
 
-// screen: verdicts are this processor's to make (alert_sink turns them
+// scope: verdicts are this processor's to make (alert_sink turns them
 // into signed kills), so a synthetic transition span from outside is
 // forged and verdict events on a span are removed; the prefilter then
-// tells tool spans from the rest in one pass over the attributes.
-func (a tracesSignal) screen(w *walk, ss ptrace.SpanSlice, k int, res pcommon.Map) (pdataspan.Span, step) {
-	span := ss.At(k)
-	rec := pdataspan.Span{S: span, Res: res}
-	if span.Name() == loopevent.SyntheticSpanName {
-		return rec, stepForged
-	}
-	if hasVerdictEvent(span.Events()) {
-		span.Events().RemoveIf(func(e ptrace.SpanEvent) bool {
-			if e.Name() == loopevent.EventName {
-				w.n.foreign++
-				return true
+// tells tool spans from the rest in one pass over the attributes. A span
+// that is neither a tool call nor a model span with usage costs no more
+// than those checks: it is the common case.
+func (a tracesSignal) scope(w *walk, ss ptrace.SpanSlice, res pcommon.Map) (forged bool) {
+	d := a.d
+	eventTime := d.cfg.EventTime
+	for k := range ss.Len() {
+		span := ss.At(k)
+		if span.Name() == loopevent.SyntheticSpanName {
+			forged = true
+			continue
+		}
+		if eventTime {
+			advance(&d.eventNow, int64(span.EndTimestamp()))
+		}
+		if hasVerdictEvent(span.Events()) {
+			removeVerdictEvents(w, span.Events())
+		}
+		sc := d.pre.Screen(span)
+		if !sc.MaybeTool {
+			if !sc.NoUsage {
+				d.usage(w.ctx, w.st, span, res)
 			}
-			return false
-		})
+			continue
+		}
+		switch readCall(w, d.x, pdataspan.Span{S: span, Res: res}, sc.Declared) {
+		case notCall:
+			d.usage(w.ctx, w.st, span, res)
+		case callObserved:
+			for t := range w.st.trans {
+				ev := toEvent(&w.st.trans[t])
+				attach(span.Events().AppendEmpty(), &ev)
+			}
+		}
 	}
-	sc := a.d.pre.Screen(span)
-	switch {
-	case sc.MaybeTool && sc.Declared:
-		return rec, stepDeclared
-	case sc.MaybeTool:
-		return rec, stepCall
-	case sc.NoUsage:
-		return rec, stepSeen
-	}
-	return rec, stepUsage
+	return forged
 }
 
-func (a tracesSignal) usage(w *walk, rec pdataspan.Span) { a.d.usage(w.ctx, w.st, rec.S, rec.Res) }
-
-func (a tracesSignal) extractor() *extract.Extractor { return a.d.x }
-
-func (a tracesSignal) emit(w *walk, _ ptrace.SpanSlice, rec pdataspan.Span) {
-	for t := range w.st.trans {
-		ev := toEvent(&w.st.trans[t])
-		attach(rec.S.Events().AppendEmpty(), &ev)
-	}
+// removeVerdictEvents removes the verdict events of a span, counting
+// them; a function of its own so its closure is built only for the rare
+// span that has any.
+func removeVerdictEvents(w *walk, evs ptrace.SpanEventSlice) {
+	evs.RemoveIf(func(e ptrace.SpanEvent) bool {
+		if e.Name() == loopevent.EventName {
+			w.n.foreign++
+			return true
+		}
+		return false
+	})
 }
 
 func (tracesSignal) endScope(w *walk, ss ptrace.SpanSlice, forged bool) {
