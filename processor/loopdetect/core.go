@@ -16,11 +16,12 @@ import (
 
 // The detector core: one walk over a batch of either signal. A signal
 // adapter (traces.go, logs.go) knows its batch's shape — resources, scopes,
-// records — and how a verdict is written into it; the walk does the rest,
-// in this order for every record: strip a forged verdict, advance the
-// event clock, extract the call, resolve its session, observe it, count;
-// then the batch is forwarded (processorhelper), a failed forward keeps
-// its transitions pending, and in event_time mode the timers run.
+// records — and how a verdict is written into it, and screens each scope's
+// records itself (see signal.scope); for every record, in this order: strip
+// a forged verdict, advance the event clock, and for a possible tool call
+// readCall extracts it, resolves its session, observes it and counts; then
+// the batch is forwarded (processorhelper), a failed forward keeps its
+// transitions pending, and in event_time mode the timers run.
 
 // signal is one signal's side of the walk: B is its batch, L a scope's
 // record list.
