@@ -10,9 +10,8 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
-	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/otel/attribute"
@@ -26,19 +25,21 @@ import (
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/pdataspan"
 )
 
-// detector is the loop_detect traces processor. It keeps engine state
-// (digests per session), never pdata: spans are forwarded as they came,
-// with a transition event added to the span that changed a session's state.
+// detector is one loop_detect processor: the engine and what its traces
+// and logs components share (factory.go). It keeps engine state (digests
+// per session), never pdata: batches are forwarded as they came, with a
+// transition event added where a session's state changed. The walk over a
+// batch is core.go; traces.go and logs.go adapt the two signals to it.
 type detector struct {
-	cfg      *Config
-	next     consumer.Traces
-	nextLogs consumer.Logs // set when a logs pipeline shares this detector (logs.go)
-	logger   *zap.Logger
-	// logsLogger is the logs pipeline's logger (shared.go).
-	logsLogger *zap.Logger
-	eng        *engine.Engine
-	x          *extract.Extractor
-	pre        *pdataspan.Prefilter // skips non-tool spans in one pass over their attributes
+	cfg    *Config
+	logger *zap.Logger
+	eng    *engine.Engine
+	x      *extract.Extractor
+	pre    *pdataspan.Prefilter // skips non-tool spans in one pass over their attributes
+	// traces and logs are the two signals' sides: adapter, outputs, batches
+	// in flight.
+	traces *tracesSide
+	logs   *logsSide
 	// traceSessions: no session keys are configured, the session is the
 	// trace id (usage.go skips the model spans of untracked traces).
 	traceSessions bool
@@ -54,12 +55,16 @@ type detector struct {
 	pendingMu sync.Mutex
 	pending   []engine.Transition
 
+	// members counts the components sharing the detector and started
+	// those started (both guarded by the factory's lock).
+	members, started int
+
 	stop chan struct{}
 	done chan struct{}
 	pool sync.Pool
 }
 
-func newDetector(set processor.Settings, cfg *Config, next consumer.Traces) (*detector, error) {
+func newDetector(set processor.Settings, cfg *Config) (*detector, error) {
 	ec, err := cfg.engineConfig()
 	if err != nil {
 		return nil, err
@@ -74,7 +79,6 @@ func newDetector(set processor.Settings, cfg *Config, next consumer.Traces) (*de
 	}
 	d := &detector{
 		cfg:       cfg,
-		next:      next,
 		logger:    set.Logger,
 		eng:       eng,
 		x:         extract.New(cfg.keys(), engine.NewNormalizer(cfg.normalizerConfig())),
@@ -82,6 +86,8 @@ func newDetector(set processor.Settings, cfg *Config, next consumer.Traces) (*de
 	}
 	d.pre = pdataspan.NewPrefilter(d.x.Keys())
 	d.traceSessions = len(d.x.Keys().Session) == 0
+	d.traces = newSide(d, signal[ptrace.Traces, ptrace.SpanSlice](tracesSignal{d: d}))
+	d.logs = newSide(d, signal[plog.Logs, plog.LogRecordSlice](logsSignal{x: newLogsExtractor(cfg)}))
 	d.pool.New = func() any { return new(batchState) }
 	return d, nil
 }
@@ -99,6 +105,8 @@ type batchState struct {
 	// clock is the batch's processing time (batchNow), when clockOK.
 	clock   time.Time
 	clockOK bool
+	// walk is the batch's pass (core.go).
+	walk walk
 }
 
 // batchNow is the time the engine decides st's batch at: the event clock in
@@ -123,24 +131,24 @@ func (d *detector) release(st *batchState) {
 	st.batch = st.batch[:0]
 	st.trace = traceMemo{}
 	st.clockOK = false
+	st.walk = walk{pending: st.walk.pending[:0]}
 	st.sc.ForgetResource()
 	d.pool.Put(st)
 }
 
-func (d *detector) Capabilities() consumer.Capabilities {
-	return consumer.Capabilities{MutatesData: true}
-}
-
-func (d *detector) Start(context.Context, component.Host) error {
+// start starts the wall-clock sweeper (with the first component started).
+func (d *detector) start() {
 	if d.cfg.EventTime {
-		return nil
+		return
 	}
 	d.stop, d.done = make(chan struct{}), make(chan struct{})
 	go d.sweep()
-	return nil
 }
 
-func (d *detector) Shutdown(ctx context.Context) error {
+// shutdown stops the sweeper (with the last component shut down); in
+// event_time mode, the end of recorded input, the timers fire at the last
+// event time.
+func (d *detector) shutdown(ctx context.Context) error {
 	if d.stop != nil {
 		close(d.stop)
 		<-d.done
@@ -178,102 +186,6 @@ func (d *detector) now() time.Time {
 		return time.Unix(0, d.eventNow.Load())
 	}
 	return time.Now()
-}
-
-func (d *detector) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	return d.consumeTraces(ctx, td, d.next)
-}
-
-// consumeTraces observes td and forwards it to next (each pipeline sharing
-// the detector has its own next consumer, see logs.go).
-func (d *detector) consumeTraces(ctx context.Context, td ptrace.Traces, next consumer.Traces) error {
-	st := d.pool.Get().(*batchState)
-	defer d.release(st)
-	var n batchCounts
-	eventTime := d.cfg.EventTime
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		rs := rss.At(i)
-		res := rs.Resource().Attributes()
-		st.sc.ShareResource()
-		sss := rs.ScopeSpans()
-		for j := 0; j < sss.Len(); j++ {
-			ss := sss.At(j).Spans()
-			foreignSpans := false
-			n.items += int64(ss.Len())
-			for k := 0; k < ss.Len(); k++ {
-				span := ss.At(k)
-				if eventTime {
-					advance(&d.eventNow, int64(span.EndTimestamp()))
-				}
-				// Verdicts are this processor's to make: alert_sink turns
-				// them into signed kills, so any that arrive from outside
-				// are removed (a client could otherwise forge a kill).
-				if span.Name() == loopevent.SyntheticSpanName {
-					foreignSpans = true
-					continue
-				}
-				if hasVerdictEvent(span.Events()) {
-					span.Events().RemoveIf(func(e ptrace.SpanEvent) bool {
-						if e.Name() == loopevent.EventName {
-							n.foreign++
-							return true
-						}
-						return false
-					})
-				}
-				sc := d.pre.Screen(span)
-				if !sc.MaybeTool {
-					if !sc.NoUsage {
-						d.usage(ctx, st, span, res)
-					}
-					continue
-				}
-				d.forgetTrace(st)
-				ok, out := d.extract(st, span, res, sc.Declared)
-				if !ok {
-					d.usage(ctx, st, span, res)
-					continue
-				}
-				if noSessionKey(&st.call) {
-					n.noSession++
-					continue
-				}
-				d.observe(ctx, st, out, &n)
-				for t := range st.trans {
-					ev := toEvent(&st.trans[t])
-					d.attach(span.Events().AppendEmpty(), &ev)
-				}
-			}
-			if foreignSpans {
-				ss.RemoveIf(func(s ptrace.Span) bool {
-					if s.Name() == loopevent.SyntheticSpanName {
-						n.foreign++
-						return true
-					}
-					return false
-				})
-			}
-		}
-	}
-	d.flushTokens(st)
-	d.countBatch(ctx, n)
-	d.reportStats(ctx)
-	if err := next.ConsumeTraces(ctx, td); err != nil {
-		d.keepPending(st.batch)
-		return err
-	}
-	return d.eventTimeTick(ctx)
-}
-
-// extract reads span into st.call; declared is the prefilter's word that
-// the span declares a tool call, which Extract then need not look up.
-func (d *detector) extract(st *batchState, span ptrace.Span, res pcommon.Map, declared bool) (bool, extract.Outcome) {
-	s := pdataspan.Span{S: span, Res: res}
-	if declared {
-		return extract.ExtractDeclared(d.x, s, &st.sc, &st.call)
-	}
-	return extract.Extract(d.x, s, &st.sc, &st.call)
 }
 
 // batchCounts are one batch's counters, added to the metrics once.
@@ -334,15 +246,6 @@ func (d *detector) eventTimeTick(ctx context.Context) error {
 		return d.tick(ctx, time.Unix(0, now))
 	}
 	return nil
-}
-
-func hasVerdictEvent(evs ptrace.SpanEventSlice) bool {
-	for i := 0; i < evs.Len(); i++ {
-		if evs.At(i).Name() == loopevent.EventName {
-			return true
-		}
-	}
-	return false
 }
 
 func advance(a *atomic.Int64, v int64) {
@@ -416,14 +319,6 @@ func (d *detector) record(ctx context.Context, t *engine.Transition) {
 		zap.Stringer("from", t.From), zap.Stringer("to", t.To), zap.Stringer("reason", t.Reason))
 }
 
-func (d *detector) attach(ev ptrace.SpanEvent, e *loopevent.Event) {
-	ev.SetName(loopevent.EventName)
-	ev.SetTimestamp(pcommon.NewTimestampFromTime(e.DecidedAt))
-	e.CopyTo(ev.Attributes())
-}
-
-// tick runs the engine's timers and emits their transitions at once as
-// zero-duration spans in each agent's trace.
 // maxPending bounds the transitions kept for re-emission.
 const maxPending = 4096
 
@@ -453,6 +348,9 @@ func (d *detector) takePending() []engine.Transition {
 	return p
 }
 
+// tick runs the engine's timers and sends their transitions, with the
+// pending ones, at once to the pipelines' outputs (core.go's deliver).
+
 func (d *detector) tick(ctx context.Context, now time.Time) error {
 	fresh := d.eng.Tick(now, nil)
 	d.reportStats(ctx)
@@ -463,43 +361,38 @@ func (d *detector) tick(ctx context.Context, now time.Time) error {
 	if len(trans) == 0 {
 		return nil
 	}
-	td := ptrace.NewTraces()
 	var toLogs, toTraces []engine.Transition
 	for i := range trans {
-		t := &trans[i]
-		if d.routeToLogs(t) {
-			toLogs = append(toLogs, *t)
-			continue
-		}
-		ev := toEvent(t)
-		rs := td.ResourceSpans().AppendEmpty()
-		putTarget(rs.Resource().Attributes(), t.Target)
-		ss := rs.ScopeSpans().AppendEmpty()
-		ss.Scope().SetName(metadata.ScopeName)
-		span := ss.Spans().AppendEmpty()
-		span.SetName(loopevent.SyntheticSpanName)
-		span.SetTraceID(t.TraceID)
-		span.SetParentSpanID(t.ParentSpanID)
-		span.SetSpanID(syntheticSpanID(t.ID))
-		ts := pcommon.NewTimestampFromTime(t.DecidedAt)
-		span.SetStartTimestamp(ts)
-		span.SetEndTimestamp(ts)
-		span.Attributes().PutBool(loopevent.AttrSynthetic, true)
-		d.attach(span.Events().AppendEmpty(), &ev)
-		toTraces = append(toTraces, *t)
-	}
-	var errs []error
-	if err := d.tickLogs(ctx, toLogs); err != nil {
-		d.keepPending(toLogs)
-		errs = append(errs, err)
-	}
-	if td.ResourceSpans().Len() > 0 {
-		if err := d.next.ConsumeTraces(ctx, td); err != nil {
-			d.keepPending(toTraces)
-			errs = append(errs, err)
+		if d.routeToLogs(&trans[i]) {
+			toLogs = append(toLogs, trans[i])
+		} else {
+			toTraces = append(toTraces, trans[i])
 		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(d.logs.deliver(ctx, toLogs), d.traces.deliver(ctx, toTraces))
+}
+
+// routeToLogs says whether a timer-driven transition goes to the logs
+// pipelines' outputs: a session without trace context came from the logs
+// input (the engine does not record a session's signal); with pipelines of
+// one signal only, everything goes to them.
+func (d *detector) routeToLogs(t *engine.Transition) bool {
+	return d.logs.hasOutputs() && (!d.traces.hasOutputs() || t.TraceID == [16]byte{})
+}
+
+// loggerFor is the logger of the pipeline a transition goes to, so a log
+// line names the signal that caused it.
+func (d *detector) loggerFor(t *engine.Transition) *zap.Logger {
+	var l *zap.Logger
+	if d.routeToLogs(t) {
+		l = d.logs.firstLogger()
+	} else {
+		l = d.traces.firstLogger()
+	}
+	if l == nil {
+		return d.logger
+	}
+	return l
 }
 
 // putTarget writes the agent's identity as resource attributes of a

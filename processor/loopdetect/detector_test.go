@@ -10,10 +10,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processortest"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -53,7 +56,15 @@ func toolTraces(trace byte, seq uint64, start time.Time, tool, args, result stri
 	return td
 }
 
-func newTestDetector(t *testing.T, tt *componenttest.Telemetry, mod func(*Config)) (*detector, *consumertest.TracesSink) {
+// testDetector is a traces component made by its own factory, with the
+// shared detector at hand and a next consumer the test may swap.
+type testDetector struct {
+	*detector
+	processor.Traces
+	next consumer.Traces
+}
+
+func newTestDetector(t *testing.T, tt *componenttest.Telemetry, mod func(*Config)) (*testDetector, *consumertest.TracesSink) {
 	t.Helper()
 	cfg := createDefaultConfig()
 	if mod != nil {
@@ -64,9 +75,14 @@ func newTestDetector(t *testing.T, tt *componenttest.Telemetry, mod func(*Config
 	if tt != nil {
 		set = metadatatest.NewSettings(tt)
 	}
-	d, err := newDetector(set, cfg, sink)
+	td := &testDetector{next: sink}
+	next, err := consumer.NewTraces(func(ctx context.Context, b ptrace.Traces) error { return td.next.ConsumeTraces(ctx, b) })
 	require.NoError(t, err)
-	return d, sink
+	f := &factory{detectors: map[component.ID]*detector{}}
+	td.Traces, err = f.createTraces(context.Background(), set, cfg, next)
+	require.NoError(t, err)
+	td.detector = f.detectors[set.ID]
+	return td, sink
 }
 
 func events(t *testing.T, all []ptrace.Traces) []loopevent.Event {
@@ -279,4 +295,37 @@ func TestRejectedLeaseIsCountedAsDegraded(t *testing.T) {
 	metadatatest.AssertEqualLoopdetectDegraded(t, tt, []metricdata.DataPoint[int64]{
 		{Value: 1, Attributes: attribute.NewSet(attribute.String("kind", "lease_rejected"))},
 	}, metricdatatest.IgnoreTimestamp())
+}
+
+// TestTimerTransitionsReachEveryPipeline: two traces pipelines share the
+// detector of one processor id; a timer-driven transition goes to the
+// output of each, not only to the first pipeline created.
+func TestTimerTransitionsReachEveryPipeline(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.EventTime = true
+	f := &factory{detectors: map[component.ID]*detector{}}
+	set := processortest.NewNopSettings(metadata.Type)
+	ctx := context.Background()
+	first, second := new(consumertest.TracesSink), new(consumertest.TracesSink)
+	p1, err := f.createTraces(ctx, set, cfg, first)
+	require.NoError(t, err)
+	p2, err := f.createTraces(ctx, set, cfg, second)
+	require.NoError(t, err)
+	d := f.detectors[set.ID]
+	lease := map[string]any{"loopdetect.wait.owner": "approver", "loopdetect.wait.deadline": base.Add(time.Minute).UTC().Format(time.RFC3339)}
+	for i := 0; i < 2; i++ {
+		require.NoError(t, p2.ConsumeTraces(ctx, toolTraces(7, uint64(i), base.Add(time.Duration(i)*time.Millisecond), "check", `{"id":1}`, "pending", lease)))
+	}
+	require.Len(t, events(t, second.AllTraces()), 1, "the waiting transition rides on the batch that caused it")
+	require.Empty(t, first.AllTraces())
+	require.NoError(t, d.tick(ctx, base.Add(2*time.Minute)))
+	for _, sink := range []*consumertest.TracesSink{first, second} {
+		all := sink.AllTraces()
+		evs := events(t, all[len(all)-1:])
+		require.Len(t, evs, 1)
+		require.Equal(t, "stuck", evs[0].To)
+		require.Equal(t, "tick", evs[0].Trigger)
+	}
+	require.NoError(t, p1.Shutdown(ctx))
+	require.NoError(t, p2.Shutdown(ctx))
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -173,22 +174,23 @@ func TestLogsDuplicateDeliveryIsOneCall(t *testing.T) {
 func TestLogsAndTracesShareOneDetector(t *testing.T) {
 	cfg := eventTimeConfig()
 	cfg.Backstop = time.Minute
-	f := NewFactory()
+	sf := &factory{detectors: map[component.ID]*detector{}}
 	set := processortest.NewNopSettings(metadata.Type)
 	logSink, traceSink := new(consumertest.LogsSink), new(consumertest.TracesSink)
-	lp, err := f.CreateLogs(context.Background(), set, cfg, logSink)
+	lp, err := sf.createLogs(context.Background(), set, cfg, logSink)
 	require.NoError(t, err)
-	tp, err := f.CreateTraces(context.Background(), set, cfg, traceSink)
+	d := sf.detectors[set.ID]
+	tp, err := sf.createTraces(context.Background(), set, cfg, traceSink)
 	require.NoError(t, err)
-	lc, tc := lp.(*logsComponent), tp.(*tracesComponent)
-	require.Same(t, lc.s.d, tc.s.d)
+	require.Same(t, d, sf.detectors[set.ID])
+	require.Equal(t, 2, d.members)
 
 	require.NoError(t, tp.Start(context.Background(), componenttest.NewNopHost()))
 	require.NoError(t, lp.Start(context.Background(), componenttest.NewNopHost()))
 	ld, sl := newLogs()
 	claudeToolResult(sl, 0, "cc-session-4", "toolu_1", "npm test", "true")
 	require.NoError(t, lp.ConsumeLogs(context.Background(), ld))
-	require.NoError(t, lc.s.d.tick(context.Background(), t0.Add(5*time.Minute)))
+	require.NoError(t, d.tick(context.Background(), t0.Add(5*time.Minute)))
 
 	evs := transitions(t, logSink.AllLogs())
 	require.Len(t, evs, 1)
@@ -198,14 +200,13 @@ func TestLogsAndTracesShareOneDetector(t *testing.T) {
 
 	// The detector lives until the last component shuts down.
 	require.NoError(t, tp.Shutdown(context.Background()))
-	sf := lc.f
 	sf.mu.Lock()
-	_, live := sf.detectors[lc.id]
+	_, live := sf.detectors[set.ID]
 	sf.mu.Unlock()
 	assert.True(t, live)
 	require.NoError(t, lp.Shutdown(context.Background()))
 	sf.mu.Lock()
-	_, live = sf.detectors[lc.id]
+	_, live = sf.detectors[set.ID]
 	sf.mu.Unlock()
 	assert.False(t, live)
 }

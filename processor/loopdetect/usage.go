@@ -42,7 +42,7 @@ func (d *detector) usage(ctx context.Context, st *batchState, span ptrace.Span, 
 	for i := range st.trans {
 		d.record(ctx, &st.trans[i])
 		ev := toEvent(&st.trans[i])
-		d.attach(span.Events().AppendEmpty(), &ev)
+		attach(span.Events().AppendEmpty(), &ev)
 	}
 	st.batch = append(st.batch, st.trans...)
 }

@@ -318,6 +318,11 @@ type profileRun struct {
 // session's first visit, the same work.
 const feedLoop = "loopdetect_test.runProcessor.func1"
 
+// processorEntry is the loop_detect traces component's consume function:
+// processorhelper's wrapper (its accounting), the detector's walk
+// (loopdetect.(*side).process, generic over the signal) and the forward.
+const processorEntry = "processorhelper.NewTraces.func1"
+
 var (
 	toolStages = []stage{
 		{label: "canonical digest of the result (`engine.(*Normalizer).Result`)", funcs: []string{"engine.(*Normalizer).Result"}},
@@ -325,10 +330,10 @@ var (
 		{label: "the engine (`engine.(*Engine).Observe`: session, history, detectors)", funcs: []string{"engine.(*Engine).Observe"}},
 		{label: "attribute pass (`extract.newAttrs`: the span's attributes into the key slots)", funcs: []string{"extract.newAttrs"}},
 		{label: "rest of extraction (tool name, content look-ups and wrappers, failure, target, session, call id)", funcs: []string{
-			"extract.extract", "extract.ExtractDeclared", "extract.Extract", "loopdetect.(*detector).extract"}},
+			"extract.extract", "extract.ExtractDeclared", "extract.Extract"}},
 		{label: "prefilter screen (`pdataspan.(*Prefilter).Screen`)", funcs: []string{"pdataspan.(*Prefilter).Screen"}},
 		{label: "transitions, usage sums and metrics", funcs: []string{
-			"loopdetect.(*detector).observe", "loopdetect.(*detector).record", "loopdetect.(*detector).attach", "loopdetect.toEvent",
+			"loopdetect.(*detector).observe", "loopdetect.(*detector).record", "loopdetect.attach", "loopdetect.toEvent",
 			"loopdetect.(*detector).countBatch", "loopdetect.(*detector).reportStats", "loopdetect.(*detector).eventTimeTick",
 			"loopdetect.(*detector).usage", "loopdetect.(*detector).flushTokens", "loopdetect.(*detector).forgetTrace"}},
 	}
@@ -355,7 +360,7 @@ var (
 )
 
 const (
-	loopRest  = "the processor's own loop (pdata walk, verdict-event check, batch state) and other"
+	loopRest  = "the processor's own loop (pdata walk, verdict-event check, batch state), processorhelper's accounting and other"
 	floorRest = "the loop itself (pdata walk, the value's comparison, the next consumer) and other"
 )
 
@@ -373,7 +378,7 @@ var profiles = []profileRun{
 	{
 		title: "Tool span through the processor (`mix=tools`)", target: "≤ 1.2 µs per execute_tool span through the whole processor",
 		bench: "BenchmarkProcessor/mix=tools/proc=loop_detect", unit: "cpu-ns/span", prec: 0, bin: "loopdetect.test", file: "cpu-tools.prof",
-		entry: entry{fn: "loopdetect.(*detector).consumeTraces", via: feedLoop}, stages: toolStages, rest: loopRest,
+		entry: entry{fn: processorEntry, via: feedLoop}, stages: toolStages, rest: loopRest,
 	},
 	{
 		title: "Canonicalization of dense 2 KiB search results", target: "canonicalization ≤ 0.6 ns per JSON byte",
@@ -383,7 +388,7 @@ var profiles = []profileRun{
 	{
 		title: "Non-tool span, session without tool calls (`mix=nontool`)", target: "non-tool span within 1.5× the pass-through floor",
 		bench: "BenchmarkProcessor/mix=nontool/proc=loop_detect", unit: "cpu-ns/span", prec: 1, bin: "loopdetect.test", file: "cpu-nontool.prof",
-		entry: entry{fn: "loopdetect.(*detector).consumeTraces", via: feedLoop}, stages: nontoolStages, rest: loopRest,
+		entry: entry{fn: processorEntry, via: feedLoop}, stages: nontoolStages, rest: loopRest,
 	},
 	{
 		title: "The floor on the same batches (`mix=nontool`)", target: "non-tool span within 1.5× the pass-through floor",
@@ -393,7 +398,7 @@ var profiles = []profileRun{
 	{
 		title: "Model span of a session with tool calls (`mix=nontool-tracked`)", target: "non-tool span within 1.5× the pass-through floor",
 		bench: "BenchmarkProcessor/mix=nontool-tracked/proc=loop_detect", unit: "cpu-ns/span", prec: 1, bin: "loopdetect.test", file: "cpu-nontool-tracked.prof",
-		entry: entry{fn: "loopdetect.(*detector).consumeTraces", via: feedLoop}, stages: nontoolStages, rest: loopRest,
+		entry: entry{fn: processorEntry, via: feedLoop}, stages: nontoolStages, rest: loopRest,
 	},
 	{
 		title: "The floor on the same batches (`mix=nontool-tracked`)", target: "non-tool span within 1.5× the pass-through floor",

@@ -1,4 +1,5 @@
-// Package pdataspan adapts a pdata span and its resource to extract.Span.
+// Package pdataspan adapts pdata spans and log records, with their
+// resource, to extract.Span.
 package pdataspan
 
 import (
