@@ -144,9 +144,9 @@ func (r LogRecord) Start() time.Time {
 // End is the record's time.
 func (r LogRecord) End() time.Time { return r.Time() }
 
-// Status: a log record has none; failures come from attributes (Claude
-// Code's success = "false"), and a rejected tool_decision is a call that
-// failed to run.
+// Status reports a rejected tool_decision as a call that failed to run;
+// other log records have no status: their failures come from attributes
+// (Claude Code's success = "false").
 func (r LogRecord) Status() (bool, string) {
 	if r.name != ClaudeToolDecision {
 		return false, ""
