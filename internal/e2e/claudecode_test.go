@@ -164,6 +164,16 @@ var (
 // the supervisor).
 const maxLoopRuns = 6
 
+// Without the hook the kill needs the loop to last 5 calls and the verdict
+// to travel: 5–7 runs here at 200 ms export, 17–25 at the SDKs' 5 s. The
+// bound leaves a loaded machine room and still fails without fast export.
+const maxLoopRunsNoHook = 10
+
+// Gemini CLI reports no tool results, so the collector needs 5 identical
+// calls before its verdict (Claude Code's failing call: 2); a few more may
+// run on a loaded machine while the verdict travels.
+const maxLoopRunsWithoutResults = 9
+
 func TestClaudeCodeLoopIsStoppedWithinACall(t *testing.T) {
 	t.Parallel()
 	t.Run("a model that obeys the nudge changes course and is not killed", func(t *testing.T) {
@@ -220,8 +230,8 @@ func TestClaudeCodeLoopIsStoppedWithinACall(t *testing.T) {
 		if r.exit != 86 {
 			t.Fatalf("want exit 86, got %s", r)
 		}
-		if r.loopRuns > maxLoopRuns+1 {
-			t.Errorf("the loop's call ran %d times, want ≤ %d\n%s", r.loopRuns, maxLoopRuns+1, r)
+		if r.loopRuns > maxLoopRunsNoHook {
+			t.Errorf("the loop's call ran %d times, want ≤ %d\n%s", r.loopRuns, maxLoopRunsNoHook, r)
 		}
 		t.Logf("no hook, fast export: the loop's call ran %d times", r.loopRuns)
 	})
