@@ -17,6 +17,10 @@ set -euo pipefail
 bin=$1 re=$2 ops=${3:-64000}
 shift $(($# < 3 ? $# : 3))
 command -v valgrind >/dev/null || { echo "bench-instructions: valgrind not found (Debian package valgrind)" >&2; exit 2; }
+# Callgrind (3.19) aborts on Go's asynchronous preemption signals and stops
+# at RDTSCP (runtime.cputicks, taken under lock contention) as an illegal
+# instruction, each at random in a run: both are turned off.
+export GODEBUG="${GODEBUG:+$GODEBUG,}asyncpreemptoff=1,cpu.rdtscp=off"
 count() {
 	local n=$1
 	shift

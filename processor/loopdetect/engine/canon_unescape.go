@@ -14,22 +14,15 @@ import (
 )
 
 // str reads a JSON string at pos. Without escapes it returns a slice of the
-// input; with escapes it decodes into the hasher's buffer.
+// input; with escapes it decodes into the hasher's buffer. The scanner
+// reads strings in its loop; this is for a document that is a JSON string
+// (and for the reference scanner of the tests).
 func (h *canonHasher) str() (string, error) {
-	s := h.s
 	start := h.pos + 1 // after the opening quote
-	// quoteOrEscapeAt, inlined: strings are the most frequent token.
-	i := start
-	for ; i+8 <= len(s); i += 8 {
-		if m := quoteOrEscape(load64(s, i)); m != 0 {
-			i += bits.TrailingZeros64(m) >> 3
-			goto found
-		}
-	}
-	if i = quoteOrEscapeAt(s, i); i < 0 {
+	i := quoteOrEscapeAt(h.s, start)
+	if i < 0 {
 		return "", errSyntax
 	}
-found:
 	if h.s[i] == '"' {
 		h.pos = i + 1
 		return h.s[start:i], nil
