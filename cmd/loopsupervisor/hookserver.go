@@ -212,7 +212,7 @@ func (b *hookBook) hold(msg webhook.Message, now time.Time) bool {
 	}
 	m := msg
 	s.armed = &m
-	b.logf("kill %s held: the agent's hook shows the model the nudge first (carried out on its %d%s blocked repeat)", msg.Body.ID, b.patience+1, ordinal(b.patience+1))
+	b.logf("kill %s held: the agent's hook shows the model the nudge first (carried out after %d more blocked repeats)", msg.Body.ID, b.patience)
 	return true
 }
 
@@ -272,20 +272,6 @@ func blockReason(nudge, tool string) string {
 		nudge = "You are repeating the same " + tool + " call without progress; try a different approach."
 	}
 	return "Blocked by loopsupervisor: this call repeats a loop the loop detector caught. " + nudge
-}
-
-func ordinal(n int) string {
-	switch {
-	case n%100 >= 11 && n%100 <= 13:
-		return "th"
-	case n%10 == 1:
-		return "st"
-	case n%10 == 2:
-		return "nd"
-	case n%10 == 3:
-		return "rd"
-	}
-	return "th"
 }
 
 // hookHandler serves the hook's queries. It needs the run's hook token:
