@@ -1,6 +1,7 @@
 package loopdetect
 
 import (
+	"encoding"
 	"fmt"
 	"reflect"
 	"strings"
@@ -9,7 +10,10 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 )
 
-var durationType = reflect.TypeFor[time.Duration]()
+var (
+	durationType        = reflect.TypeFor[time.Duration]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
 
 // Unmarshal decodes conf into c. It first checks every scalar the YAML sets
 // (durations, numbers, booleans) against its field, because the decoder's
@@ -28,7 +32,14 @@ func (c *Config) Unmarshal(conf *confmap.Conf) error {
 func checkScalars(conf *confmap.Conf, t reflect.Type, prefix string) error {
 	for i := range t.NumField() {
 		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
+		name, opts, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
+		if opts == "squash" {
+			// Its keys are this level's (the engine's and the rules' settings).
+			if err := checkScalars(conf, f.Type, prefix); err != nil {
+				return err
+			}
+			continue
+		}
 		if name == "" || name == "-" || !f.IsExported() {
 			continue
 		}
@@ -57,14 +68,17 @@ func checkScalars(conf *confmap.Conf, t reflect.Type, prefix string) error {
 // checkScalar reports v, the YAML value at key, if it cannot become a t.
 func checkScalar(t reflect.Type, key string, v any) error {
 	switch {
+	case t.Kind() == reflect.Slice && reflect.PointerTo(t.Elem()).Implements(textUnmarshalerType):
+		return checkTexts(t.Elem(), key, v)
 	case t == durationType:
 		switch x := v.(type) {
 		case string:
 			if _, err := time.ParseDuration(x); err != nil {
 				return fmt.Errorf("%s: %q is not a duration: write a number and a unit without a space, e.g. 90s, 30m, 2h", key, x)
 			}
-		case int, int64, uint64:
-			// Nanoseconds, as the decoder reads them.
+		case int, int64, uint64, time.Duration:
+			// Nanoseconds, as the decoder reads them; a Duration as
+			// confmap.Marshal writes it.
 		default:
 			return fmt.Errorf("%s: %v is not a duration: write a number and a unit, e.g. 90s, 30m, 2h", key, v)
 		}
@@ -87,6 +101,26 @@ func checkScalar(t reflect.Type, key string, v any) error {
 	case t.Kind() == reflect.Bool:
 		if _, ok := v.(bool); !ok {
 			return fmt.Errorf("%s: %q is not true or false", key, fmt.Sprint(v))
+		}
+	}
+	return nil
+}
+
+// checkTexts reports the first element of v, a YAML list at key, that a t
+// (a type read from text, such as a reason code) does not accept, with the
+// type's own message: the decoder would bury it under two wrappers.
+func checkTexts(t reflect.Type, key string, v any) error {
+	list, ok := v.([]any)
+	if !ok {
+		return nil // not a list: the decoder says so
+	}
+	for _, item := range list {
+		s, ok := item.(string)
+		if !ok {
+			continue
+		}
+		if err := reflect.New(t).Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
 		}
 	}
 	return nil

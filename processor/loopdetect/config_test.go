@@ -24,17 +24,21 @@ func TestLoadConfig(t *testing.T) {
 	custom.IdleTimeout = 10 * time.Minute
 	custom.HistorySize = 16
 	custom.MaxPeriod = 4
-	custom.FrequentIdentical = FrequentConfig{Window: 12, Threshold: 6}
+	custom.FrequentIdentical = engine.FrequentIdenticalConfig{Window: 12, Threshold: 6}
 	custom.NameOnlyThreshold = 14
 	custom.LongCycle.MinCalls = 6
-	custom.CycleWithoutResults = ResultlessCycleConfig{MaxPeriod: 4, Repetitions: 3}
-	custom.FailureStreak = FailureStreakConfig{Threshold: 9, UnknownToolThreshold: 2}
+	custom.CycleWithoutResults = engine.CycleWithoutResultsConfig{MaxPeriod: 4, Repetitions: 3}
+	custom.FailureStreak = engine.FailureStreakConfig{Threshold: 9, UnknownToolThreshold: 2}
 	custom.Normalizer.UnknownToolMarkers = []string{"no such command"}
 	custom.Backstop = 3 * time.Hour
 	custom.Hysteresis = 2
-	custom.Retry = RetryConfig{RetryableClasses: []string{"rate_limit", "503"}, InitialInterval: time.Second, BackoffRate: 3, MaxAttempts: 4, Tolerance: 0.1}
+	custom.Retry = engine.RetryConfig{
+		RetryableClasses: []string{"rate_limit", "503"},
+		RetryPolicy:      engine.RetryPolicy{InitialInterval: time.Second, BackoffRate: 3, MaxAttempts: 4},
+		Tolerance:        0.1,
+	}
 	custom.Lease.MaxRenewals = 1
-	custom.Kill = KillConfig{Enabled: true, DryRun: true, Reasons: []string{"backstop"}, AfterLoopCalls: 8}
+	custom.Kill = engine.KillPolicy{Enabled: true, DryRun: true, Reasons: []engine.Reason{engine.ReasonBackstop}, AfterLoopCalls: 8}
 	custom.Normalizer.ToolOverrides = map[string]engine.KeyOverride{"clock": {Keep: []string{"timestamp"}}}
 	custom.DigestKey = "s3cr3t"
 	custom.TickInterval = 5 * time.Second
@@ -58,8 +62,12 @@ func TestLoadConfig(t *testing.T) {
 			cfg := NewFactory().CreateDefaultConfig()
 			sub, err := cm.Sub(tt.id.String())
 			require.NoError(t, err)
-			require.NoError(t, sub.Unmarshal(cfg))
-			err = confmap.Validate(cfg)
+			// A wrong value is an error of decoding (a reason code) or of
+			// validation (everything else); both name the key.
+			err = sub.Unmarshal(cfg)
+			if err == nil {
+				err = confmap.Validate(cfg)
+			}
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				return
@@ -70,12 +78,46 @@ func TestLoadConfig(t *testing.T) {
 	}
 }
 
-func TestDefaultsMatchTheEngine(t *testing.T) {
+// TestEngineConfigAddsTheDigestKey: the engine gets the processor's
+// settings as they are, plus the opaque digest key as bytes.
+func TestEngineConfigAddsTheDigestKey(t *testing.T) {
 	cfg := createDefaultConfig()
-	ec, err := cfg.engineConfig()
+	assert.Equal(t, engine.DefaultConfig(), cfg.engineConfig())
+	cfg.DigestKey = "k"
+	cfg.MaxPeriod = 2
+	want := engine.DefaultConfig()
+	want.MaxPeriod, want.DigestKey = 2, []byte("k")
+	assert.Equal(t, want, cfg.engineConfig())
+}
+
+// TestConfigRoundTrips: the configuration written out (as `otelcol-loop
+// print-config` does) reads back into the same configuration, so the
+// squashed rule settings keep their top-level keys both ways and reason
+// codes are written as codes.
+func TestConfigRoundTrips(t *testing.T) {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
 	require.NoError(t, err)
-	def := engine.DefaultConfig()
-	assert.Equal(t, def, ec)
+	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, "custom").String())
+	require.NoError(t, err)
+	cfg := createDefaultConfig()
+	require.NoError(t, sub.Unmarshal(cfg))
+
+	out := confmap.New()
+	require.NoError(t, out.Marshal(cfg))
+	raw := out.ToStringMap()
+	for _, key := range []string{"max_period", "min_repetitions", "name_only_threshold", "terminal_reread", "backstop", "hysteresis"} {
+		assert.Contains(t, raw, key, "a squashed rule setting is written at the top level")
+	}
+	assert.NotContains(t, raw, "config")
+	assert.Equal(t, []any{"backstop"}, out.Get("kill::reasons"))
+	assert.Equal(t, 3.0, out.Get("retry::backoff_rate"))
+
+	assert.Equal(t, "[REDACTED]", out.Get("digest_key"), "the digest key is never written out")
+
+	back := createDefaultConfig()
+	require.NoError(t, out.Unmarshal(back))
+	back.DigestKey = cfg.DigestKey
+	assert.Equal(t, cfg, back)
 }
 
 // TestRequireDigestKey: with require_digest_key an empty digest_key (an

@@ -65,11 +65,7 @@ type detector struct {
 }
 
 func newDetector(set processor.Settings, cfg *Config) (*detector, error) {
-	ec, err := cfg.engineConfig()
-	if err != nil {
-		return nil, err
-	}
-	eng, err := engine.New(ec)
+	eng, err := engine.New(cfg.engineConfig())
 	if err != nil {
 		return nil, fmt.Errorf("loop_detect: %w", err)
 	}
@@ -81,7 +77,7 @@ func newDetector(set processor.Settings, cfg *Config) (*detector, error) {
 		cfg:       cfg,
 		logger:    set.Logger,
 		eng:       eng,
-		x:         extract.New(cfg.keys(), engine.NewNormalizer(cfg.normalizerConfig())),
+		x:         extract.New(cfg.keys(), engine.NewNormalizer(cfg.Normalizer)),
 		telemetry: tb,
 	}
 	d.pre = pdataspan.NewPrefilter(d.x.Keys())

@@ -36,7 +36,7 @@ func newLogsExtractor(cfg *Config) *extract.Extractor {
 	if len(keys.Session) == 0 {
 		keys.Session = defaultLogSessionKeys
 	}
-	return extract.New(keys, engine.NewNormalizer(cfg.normalizerConfig()))
+	return extract.New(keys, engine.NewNormalizer(cfg.Normalizer))
 }
 
 func (logsSignal) resources(ld plog.Logs) int { return ld.ResourceLogs().Len() }

@@ -40,7 +40,7 @@ var notConfigurable = map[string]string{
 // TestREADMEConfigReference fails when a key of Config, or a default of
 // createDefaultConfig, is not in the README exactly as the code has it.
 func TestREADMEConfigReference(t *testing.T) {
-	docs := fieldDocs(t, ".", "extract")
+	docs := fieldDocs(t, ".", "extract", "engine")
 	cfg := loopdetect.NewFactory().CreateDefaultConfig().(*loopdetect.Config)
 	var rows []configRow
 	collectRows(t, reflect.ValueOf(*cfg), "", docs, &rows)
@@ -144,18 +144,24 @@ type configRow struct {
 var durationType = reflect.TypeFor[time.Duration]()
 
 // collectRows adds one row per leaf of v: scalars, lists and maps. Structs
-// (the config's sections) are walked into, their keys joined with dots.
+// (the config's sections) are walked into, their keys joined with dots;
+// squashed ones (the engine's settings, a rule's top-level keys) add
+// their keys at v's level.
 func collectRows(t *testing.T, v reflect.Value, prefix string, docs map[string]string, rows *[]configRow) {
 	t.Helper()
 	typ := v.Type()
 	for i := range typ.NumField() {
 		f := typ.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
+		name, opts, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
+		fv := v.Field(i)
+		if opts == "squash" {
+			collectRows(t, fv, prefix, docs, rows)
+			continue
+		}
 		if name == "" || name == "-" || !f.IsExported() {
 			continue
 		}
 		key := prefix + name
-		fv := v.Field(i)
 		if f.Type.Kind() == reflect.Struct && f.Type != durationType {
 			collectRows(t, fv, key+".", docs, rows)
 			continue

@@ -5,8 +5,8 @@ package engine
 // two-byte digests keep a session within its 1 KiB budget.
 const recentCalls = 24
 
-// maxResultlessPeriod bounds cycle_without_results' period.
-const maxResultlessPeriod = 5
+// maxCycleWithoutResultsPeriod bounds cycle_without_results' period.
+const maxCycleWithoutResultsPeriod = 5
 
 // cycleTracker follows, in arrival order and in O(1) per call, the cycles
 // too long for the history: the run of calls that brought nothing new, and
@@ -19,9 +19,9 @@ type cycleTracker struct {
 	// seenRun counts the newest calls whose pair was in recent; seenSpan
 	// is the farthest back one of them had to look: the cycle's length.
 	seenRun, seenSpan uint8
-	// resultless[p-1] counts the newest calls with arguments and no
+	// withoutResults[p-1] counts the newest calls with arguments and no
 	// result that repeat the call p before them.
-	resultless [maxResultlessPeriod]uint8
+	withoutResults [maxCycleWithoutResultsPeriod]uint8
 }
 
 func satInc(x uint8) uint8 {
@@ -78,17 +78,17 @@ func (t *cycleTracker) observe(r *record) {
 		t.seenRun, t.seenSpan = 0, 0
 	}
 	if r.hasFP() || r.has(fLowConf) {
-		t.resultless = [maxResultlessPeriod]uint8{} // most calls have results
+		t.withoutResults = [maxCycleWithoutResultsPeriod]uint8{} // most calls have results
 	} else {
-		for p := 1; p <= maxResultlessPeriod; p++ {
+		for p := 1; p <= maxCycleWithoutResultsPeriod; p++ {
 			i := head - p
 			if i < 0 {
 				i += recentCalls
 			}
 			if p <= n && t.recent[i] == d {
-				t.resultless[p-1] = satInc(t.resultless[p-1])
+				t.withoutResults[p-1] = satInc(t.withoutResults[p-1])
 			} else {
-				t.resultless[p-1] = 0
+				t.withoutResults[p-1] = 0
 			}
 		}
 	}

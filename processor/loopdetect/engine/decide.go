@@ -18,19 +18,19 @@ type rule interface {
 // policy) are checked before a repetition is read as a loop, and a loop
 // before the doubts about its evidence; working is what is left.
 var verdictOrder = [...]rule{
-	backstopRule{},          // stuck: the session outlived the backstop
-	leaseRule{},             // waiting: a valid lease covers a repetition
-	retryPolicyRule{},       // retrying: retryable failures inside the policy
-	failedRepetitionRule{},  // stuck: a repetition of failures the policy does not explain
-	terminalRereadRule{},    // stuck: a terminal result read again
-	frequentIdenticalRule{}, // stuck: ≥ N identical calls of the last M, nothing new between
-	periodicLoopRule{},      // stuck: a cycle repeated with an unchanged fingerprint
-	longCycleRule{},         // stuck: a longer cycle that brings nothing new
-	resultlessCycleRule{},   // stuck: a short cycle repeated many times without results
-	failureStreakRule{},     // stuck: one tool failing the same way, whatever its arguments
-	nameOnlyThresholdRule{}, // stuck (low confidence): repeated name-only calls, when configured
-	unsafeEvidenceRule{},    // uncertain: loop-shaped, but the evidence cannot support a verdict
-	workingRule{},           // working: everything else
+	backstopRule{},            // stuck: the session outlived the backstop
+	leaseRule{},               // waiting: a valid lease covers a repetition
+	retryPolicyRule{},         // retrying: retryable failures inside the policy
+	failedRepetitionRule{},    // stuck: a repetition of failures the policy does not explain
+	terminalRereadRule{},      // stuck: a terminal result read again
+	frequentIdenticalRule{},   // stuck: ≥ N identical calls of the last M, nothing new between
+	periodicLoopRule{},        // stuck: a cycle repeated with an unchanged fingerprint
+	longCycleRule{},           // stuck: a longer cycle that brings nothing new
+	cycleWithoutResultsRule{}, // stuck: a short cycle repeated many times without results
+	failureStreakRule{},       // stuck: one tool failing the same way, whatever its arguments
+	nameOnlyThresholdRule{},   // stuck (low confidence): repeated name-only calls, when configured
+	unsafeEvidenceRule{},      // uncertain: loop-shaped, but the evidence cannot support a verdict
+	workingRule{},             // working: everything else
 }
 
 // stallRules are the stuck rules that read a repetition as a loop, in
@@ -104,8 +104,8 @@ func (w *window) frequent() (count, first int) {
 	if w.done&doneFrequent == 0 {
 		w.done |= doneFrequent
 		w.freqCount, w.freqFirst = 0, 0 // reset keeps the last session's
-		if w.e.cfg.FrequentThreshold > 0 {
-			w.freqCount, w.freqFirst = w.e.frequent(w.h, false, w.e.cfg.FrequentWindow)
+		if w.e.cfg.FrequentIdentical.Threshold > 0 {
+			w.freqCount, w.freqFirst = w.e.frequent(w.h, false, w.e.cfg.FrequentIdentical.Window)
 		}
 	}
 	return w.freqCount, w.freqFirst
@@ -114,7 +114,7 @@ func (w *window) frequent() (count, first int) {
 // frequentStall reports the frequent-identical rule's condition.
 func (w *window) frequentStall() bool {
 	c, _ := w.frequent()
-	return w.e.cfg.FrequentThreshold > 0 && c >= w.e.cfg.FrequentThreshold
+	return w.e.cfg.FrequentIdentical.Threshold > 0 && c >= w.e.cfg.FrequentIdentical.Threshold
 }
 
 // periodicStall reports a periodic repetition without progress (or with

@@ -60,11 +60,11 @@ type shard struct {
 
 // New validates cfg and returns an Engine.
 func New(cfg Config) (*Engine, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
 	e := &Engine{cfg: cfg, keyer: NewKeyer(cfg.DigestKey), shardSeed: maphash.MakeSeed()}
-	for _, c := range cfg.RetryableClasses {
+	for _, c := range cfg.Retry.RetryableClasses {
 		e.retryable = append(e.retryable, strings.ToLower(c))
 	}
 	for _, r := range cfg.Kill.Reasons {
@@ -195,7 +195,7 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 	if c.Policy.MaxAttempts > 0 {
 		s.extras().policy = c.Policy
 	}
-	if !s.noteLease(c.Lease, e.cfg.MaxLeaseRenewals, nowNs) {
+	if !s.noteLease(c.Lease, e.cfg.Lease.MaxRenewals, nowNs) {
 		e.stats.LeasesRejected.Add(1)
 	}
 	return e.evaluate(sh, s, nowNs, TriggerCall, c.SpanID, out)

@@ -59,38 +59,65 @@ func TestConfigValidation(t *testing.T) {
 	}{
 		{"defaults", func(*Config) {}, ""},
 		{"history too small for periods", func(c *Config) {
-			c.HistorySize, c.FrequentWindow, c.FrequentThreshold, c.MaxPeriod = 5, 5, 5, 3
+			c.HistorySize, c.FrequentIdentical.Window, c.FrequentIdentical.Threshold, c.MaxPeriod = 5, 5, 5, 3
 		}, "max_period × min_repetitions"},
-		{"window over history", func(c *Config) { c.FrequentWindow = 20 }, "frequent_identical"},
-		{"threshold over window", func(c *Config) { c.FrequentThreshold = 11 }, "frequent_identical"},
-		{"frequent disabled", func(c *Config) { c.FrequentThreshold = 0 }, ""},
+		{"window over history", func(c *Config) { c.FrequentIdentical.Window = 20 }, "frequent_identical"},
+		{"threshold over window", func(c *Config) { c.FrequentIdentical.Threshold = 11 }, "frequent_identical"},
+		{"frequent disabled", func(c *Config) { c.FrequentIdentical.Threshold = 0 }, ""},
 		{"no sessions", func(c *Config) { c.MaxSessions = 0 }, "max_sessions"},
 		{"hysteresis zero", func(c *Config) { c.Hysteresis = 0 }, "hysteresis"},
-		{"backoff below one", func(c *Config) { c.RetryPolicy.BackoffRate = 0.5 }, "backoff_rate"},
-		{"tolerance one", func(c *Config) { c.BackoffTolerance = 1 }, "retry.tolerance"},
+		{"backoff below one", func(c *Config) { c.Retry.RetryPolicy.BackoffRate = 0.5 }, "backoff_rate"},
+		{"tolerance one", func(c *Config) { c.Retry.Tolerance = 1 }, "retry.tolerance"},
 		{"name-only over history", func(c *Config) { c.NameOnlyThreshold = 99 }, "name_only_threshold"},
-		{"long cycle over the ring", func(c *Config) { c.LongCycleMinCalls = recentCalls + 1 }, "long_cycle.min_calls"},
-		{"long cycle off", func(c *Config) { c.LongCycleMinCalls = 0 }, ""},
-		{"cycle without results: one repetition", func(c *Config) { c.ResultlessCycleRepetitions = 1 }, "cycle_without_results"},
-		{"cycle without results: period too long", func(c *Config) { c.ResultlessCycleMaxPeriod = maxResultlessPeriod + 1 }, "cycle_without_results"},
-		{"cycle without results off", func(c *Config) { c.ResultlessCycleRepetitions = 0 }, ""},
-		{"negative failure streak", func(c *Config) { c.FailureStreak = -1 }, "failure_streak"},
-		{"negative unknown-tool streak", func(c *Config) { c.UnknownToolStreak = -1 }, "unknown_tool_threshold"},
+		{"long cycle over the ring", func(c *Config) { c.LongCycle.MinCalls = recentCalls + 1 }, "long_cycle.min_calls"},
+		{"long cycle off", func(c *Config) { c.LongCycle.MinCalls = 0 }, ""},
+		{"cycle without results: one repetition", func(c *Config) { c.CycleWithoutResults.Repetitions = 1 }, "cycle_without_results"},
+		{"cycle without results: period too long", func(c *Config) { c.CycleWithoutResults.MaxPeriod = maxCycleWithoutResultsPeriod + 1 }, "cycle_without_results"},
+		{"cycle without results off", func(c *Config) { c.CycleWithoutResults.Repetitions = 0 }, ""},
+		{"negative failure streak", func(c *Config) { c.FailureStreak.Threshold = -1 }, "failure_streak"},
+		{"negative unknown-tool streak", func(c *Config) { c.FailureStreak.UnknownToolThreshold = -1 }, "unknown_tool_threshold"},
+		{"negative backstop", func(c *Config) { c.Backstop = -time.Second }, "backstop must not be negative (0 disables it), got -1s"},
+		{"negative idle timeout", func(c *Config) { c.IdleTimeout = -time.Minute }, "idle_timeout must not be negative"},
+		{"negative initial interval", func(c *Config) { c.Retry.InitialInterval = -time.Second }, "retry.initial_interval must not be negative, got -1s"},
+		{"no attempts", func(c *Config) { c.Retry.MaxAttempts = 0 }, "retry.max_attempts must be ≥ 1, got 0"},
+		{"negative lease renewals", func(c *Config) { c.Lease.MaxRenewals = -1 }, "lease.max_renewals"},
+		{"unknown kill reason", func(c *Config) { c.Kill.Reasons = []Reason{ReasonBackstop, Reason(200)} }, `kill.reasons: unknown reason "reason(200)"`},
+		{"negative kill after calls", func(c *Config) { c.Kill.AfterLoopCalls = -1 }, "kill.after_loop_calls"},
+		{"negative kill tokens", func(c *Config) { c.Kill.MaxLoopTokens = -1 }, "kill.max_loop_tokens"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := DefaultConfig()
 			tt.mod(&cfg)
-			err := cfg.Validate()
+			err := cfg.Check()
 			switch {
 			case tt.wantErr == "" && err != nil:
-				t.Fatalf("Validate() = %v, want nil", err)
+				t.Fatalf("Check() = %v, want nil", err)
 			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
-				t.Fatalf("Validate() = %v, want an error naming %q", err, tt.wantErr)
+				t.Fatalf("Check() = %v, want an error naming %q", err, tt.wantErr)
 			case tt.wantErr != "" && strings.Count(err.Error(), "\n") > 0:
-				t.Fatalf("Validate() = %v, want only the %q error", err, tt.wantErr)
+				t.Fatalf("Check() = %v, want only the %q error", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestReasonTextRoundTrips: kill.reasons is read and written as reason
+// codes, and an unknown code is an error naming it.
+func TestReasonTextRoundTrips(t *testing.T) {
+	for _, d := range ReasonDocs() {
+		text, err := d.Reason.MarshalText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r Reason
+		if err := r.UnmarshalText(text); err != nil || r != d.Reason {
+			t.Fatalf("UnmarshalText(%q) = %v, %v; want %v", text, r, err, d.Reason)
+		}
+	}
+	var r Reason
+	if err := r.UnmarshalText([]byte("bored")); err == nil || !strings.Contains(err.Error(), `unknown reason "bored"`) {
+		t.Fatalf("UnmarshalText(bored) = %v, want an error naming it", err)
 	}
 }
 

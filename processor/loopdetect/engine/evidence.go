@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"strings"
 
 	"github.com/cespare/xxhash/v2"
@@ -50,21 +51,39 @@ var DefaultTerminalValues = []string{"complete", "completed", "succeeded", "succ
 
 // NormalizerConfig configures how arguments and results become digests.
 type NormalizerConfig struct {
-	// VolatileArgKeys are dropped from arguments at any depth.
-	VolatileArgKeys []string
-	// VolatileResultKeys are dropped from results, in addition to VolatileArgKeys.
-	VolatileResultKeys []string
-	// ToolOverrides adjusts the dropped keys for single tools.
-	ToolOverrides map[string]KeyOverride
-	// TerminalKeys and TerminalValues define a terminal (final) result.
-	TerminalKeys   []string
-	TerminalValues []string
-	// MaxCanonicalBytes caps the size parsed as JSON; larger values are
-	// hashed as opaque bytes.
-	MaxCanonicalBytes int
-	// UnknownToolMarkers are matched, case-insensitively, in a failed call's
-	// error class and text to recognise a call of a tool that does not exist.
-	UnknownToolMarkers []string
+	// VolatileArgKeys are argument keys dropped at any depth; '*' suffix
+	// matches a prefix. Default: request ids, timestamps, seeds, nonces,
+	// trace/span ids, tool_call_id, run_id, langgraph_*, checkpoint_*.
+	VolatileArgKeys []string `mapstructure:"volatile_arg_keys"`
+	// VolatileResultKeys are dropped from results in addition. Default:
+	// pid, session ids, durations, message ids, timestamps, receipts.
+	VolatileResultKeys []string `mapstructure:"volatile_result_keys"`
+	// ToolOverrides keeps or drops extra keys per tool name.
+	ToolOverrides map[string]KeyOverride `mapstructure:"tool_overrides"`
+	// TerminalKeys are the top-level result keys whose value may mark a
+	// terminal async result. Default: state, status.
+	TerminalKeys []string `mapstructure:"terminal_keys"`
+	// TerminalValues are the values of those keys that do. Default:
+	// complete, completed, succeeded, success, done, failed, finished,
+	// cancelled, canceled.
+	TerminalValues []string `mapstructure:"terminal_values"`
+	// MaxCanonicalBytes caps the size canonicalized as JSON; larger values
+	// are hashed as opaque bytes. Default 65536.
+	MaxCanonicalBytes int `mapstructure:"max_canonical_bytes"`
+	// UnknownToolMarkers recognise, case-insensitively, in a failed call's
+	// error class or text, a call of a tool that does not exist. Default:
+	// the frameworks' messages ("is not a valid tool", NoSuchToolError,
+	// "unknown tool", …).
+	UnknownToolMarkers []string `mapstructure:"unknown_tool_markers"`
+}
+
+// Check reports a setting the normalizer cannot work with, naming its YAML
+// key (under normalizer) and value.
+func (c *NormalizerConfig) Check() error {
+	if c.MaxCanonicalBytes < 1 {
+		return fmt.Errorf("normalizer.max_canonical_bytes must be ≥ 1, got %d", c.MaxCanonicalBytes)
+	}
+	return nil
 }
 
 // KeyOverride keeps or drops extra keys for one tool.

@@ -26,3 +26,19 @@ func (backstopRule) evaluate(w *window, v *verdict) bool {
 func (backstopRule) explain(b *strings.Builder, w *window, _ verdict) {
 	fmt.Fprintf(b, "backstop: session active for %s (limit %s)", time.Duration(w.now-w.s.firstSeen).Round(time.Second), w.e.cfg.Backstop)
 }
+
+// BackstopConfig is the backstop rule's; its key is at the top level.
+type BackstopConfig struct {
+	// Backstop marks a session stuck after this long (0 disables).
+	// Default 2h.
+	Backstop time.Duration `mapstructure:"backstop"`
+}
+
+func defaultBackstop() BackstopConfig { return BackstopConfig{Backstop: 2 * time.Hour} }
+
+func (c BackstopConfig) check() error {
+	if c.Backstop < 0 {
+		return fmt.Errorf("backstop must not be negative (0 disables it), got %s", c.Backstop)
+	}
+	return nil
+}

@@ -19,9 +19,9 @@ func (failureStreakRule) evaluate(w *window, v *verdict) bool {
 		return false
 	}
 	f := &w.s.x.streak
-	threshold, reason := w.e.cfg.FailureStreak, ReasonFailureStreak
+	threshold, reason := w.e.cfg.FailureStreak.Threshold, ReasonFailureStreak
 	if f.unknown {
-		threshold, reason = w.e.cfg.UnknownToolStreak, ReasonUnknownTool
+		threshold, reason = w.e.cfg.FailureStreak.UnknownToolThreshold, ReasonUnknownTool
 	}
 	if threshold <= 0 || int(f.count) < threshold {
 		return false
@@ -41,4 +41,25 @@ func (failureStreakRule) explain(b *strings.Builder, w *window, v verdict) {
 	fmt.Fprintf(b, "loop detected: %s failed x%d in a row with %q", w.sh.names.name(w.s.x.streak.tool), v.count, w.s.errClass())
 	w.s.quoteErrText(b)
 	b.WriteString(", whatever its arguments")
+}
+
+// FailureStreakConfig is the failure-streak rule's (failure_streak).
+type FailureStreakConfig struct {
+	// Threshold is how many non-retryable failures of one tool with one
+	// error class in a row are stuck; 0 disables. Default 6.
+	Threshold int `mapstructure:"threshold"`
+	// UnknownToolThreshold is the same for calls of a tool that does not
+	// exist, reported as unknown_tool; 0 disables. Default 3.
+	UnknownToolThreshold int `mapstructure:"unknown_tool_threshold"`
+}
+
+func defaultFailureStreak() FailureStreakConfig {
+	return FailureStreakConfig{Threshold: 6, UnknownToolThreshold: 3}
+}
+
+func (c FailureStreakConfig) check() error {
+	if c.Threshold < 0 || c.UnknownToolThreshold < 0 {
+		return fmt.Errorf("failure_streak: threshold (%d) and unknown_tool_threshold (%d) must not be negative", c.Threshold, c.UnknownToolThreshold)
+	}
+	return nil
 }

@@ -29,3 +29,18 @@ func (leaseRule) explain(b *strings.Builder, w *window, _ verdict) {
 		fmt.Fprintf(b, " (%s)", ls.reason)
 	}
 }
+
+// LeaseConfig bounds wait leases (lease).
+type LeaseConfig struct {
+	// MaxRenewals is how many later deadlines are honoured. Default 3.
+	MaxRenewals int `mapstructure:"max_renewals"`
+}
+
+func defaultLease() LeaseConfig { return LeaseConfig{MaxRenewals: 3} }
+
+func (c LeaseConfig) check() error {
+	if c.MaxRenewals < 0 {
+		return fmt.Errorf("lease.max_renewals must be ≥ 0, got %d", c.MaxRenewals)
+	}
+	return nil
+}

@@ -16,7 +16,7 @@ type longCycleRule struct{}
 
 func (longCycleRule) evaluate(w *window, v *verdict) bool {
 	t := &w.s.cycles
-	minCalls := w.e.cfg.LongCycleMinCalls
+	minCalls := w.e.cfg.LongCycle.MinCalls
 	run, span := int(t.seenRun), int(t.seenSpan)
 	if minCalls <= 0 || span == 0 || run < max(minCalls, span) {
 		return false
@@ -29,4 +29,22 @@ func (longCycleRule) evaluate(w *window, v *verdict) bool {
 
 func (longCycleRule) explain(b *strings.Builder, w *window, v verdict) {
 	fmt.Fprintf(b, "loop detected: the last %d calls repeated earlier calls with identical results (a cycle of %d calls, ending %s)", int(w.s.cycles.seenRun), v.period, w.cycle(min(v.period, 3)))
+}
+
+// LongCycleConfig is the long-cycle rule's (long_cycle).
+type LongCycleConfig struct {
+	// MinCalls is the shortest run of calls, each repeating an earlier
+	// (action, result) pair and together covering a whole cycle, that is
+	// stuck; 0 disables. Default 4.
+	MinCalls int `mapstructure:"min_calls"`
+}
+
+// Periods 4..recentCalls: the periodic rule covers 1..3 before it.
+func defaultLongCycle() LongCycleConfig { return LongCycleConfig{MinCalls: 4} }
+
+func (c LongCycleConfig) check() error {
+	if c.MinCalls < 0 || c.MinCalls > recentCalls {
+		return fmt.Errorf("long_cycle.min_calls must be in 0..%d, got %d", recentCalls, c.MinCalls)
+	}
+	return nil
 }

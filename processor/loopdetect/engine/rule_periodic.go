@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -80,4 +81,31 @@ func (periodicLoopRule) explain(b *strings.Builder, w *window, v verdict) {
 	default:
 		fmt.Fprintf(b, "loop detected: cycle %s repeated x%d (period %d) with unchanged progress fingerprint", w.cycle(v.period), v.reps, v.period)
 	}
+}
+
+// PeriodicLoopConfig is the periodic-loop rule's; its keys are at the top
+// level of the configuration.
+type PeriodicLoopConfig struct {
+	// MaxPeriod is the longest cycle looked for. Default 3.
+	MaxPeriod int `mapstructure:"max_period"`
+	// MinRepetitions is how often a cycle must repeat. Default 2.
+	MinRepetitions int `mapstructure:"min_repetitions"`
+}
+
+func defaultPeriodicLoop() PeriodicLoopConfig {
+	return PeriodicLoopConfig{MaxPeriod: 3, MinRepetitions: 2}
+}
+
+func (c PeriodicLoopConfig) check(historySize int) error {
+	var errs []error
+	if c.MaxPeriod < 1 || c.MaxPeriod > 16 {
+		errs = append(errs, fmt.Errorf("max_period must be in 1..16, got %d", c.MaxPeriod))
+	}
+	if c.MinRepetitions < 2 {
+		errs = append(errs, fmt.Errorf("min_repetitions must be ≥ 2, got %d", c.MinRepetitions))
+	}
+	if c.MaxPeriod*c.MinRepetitions > historySize {
+		errs = append(errs, fmt.Errorf("history_size (%d) must hold max_period × min_repetitions (%d) calls", historySize, c.MaxPeriod*c.MinRepetitions))
+	}
+	return errors.Join(errs...)
 }

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
+	"time"
 )
 
 // retryOutcome judges a run of identical failing calls against the retry
@@ -42,7 +44,7 @@ func (e *Engine) retry(s *session) retryRun {
 	if r < 2 {
 		return retryRun{}
 	}
-	pol := e.cfg.RetryPolicy
+	pol := e.cfg.Retry.RetryPolicy
 	if s.x != nil && s.x.policy.MaxAttempts > 0 {
 		pol = s.x.policy
 	}
@@ -65,7 +67,7 @@ func (e *Engine) retry(s *session) retryRun {
 		a := attemptOf(pos, k+1)
 		want := float64(pol.InitialInterval) * math.Pow(pol.BackoffRate, float64(max(a-2, 0)))
 		gap := float64(h[pos].start - h[pos-1].start)
-		if gap < want*(1-e.cfg.BackoffTolerance) {
+		if gap < want*(1-e.cfg.Retry.Tolerance) {
 			run.outcome = retryCollapsed
 			return run
 		}
@@ -132,4 +134,47 @@ func (failedRepetitionRule) explain(b *strings.Builder, w *window, v verdict) {
 	default:
 		fmt.Fprintf(b, "loop detected: %s failed %d attempts, over the retry budget of %d", w.toolName(), v.attempt, v.maxTry)
 	}
+}
+
+// RetryConfig is the default retry policy, for agents that declare none,
+// and the retryable error classes (retry).
+type RetryConfig struct {
+	// RetryableClasses match error classes as case-insensitive substrings.
+	// Default: rate_limit, 429, 503, timeout, unavailable, throttl, overloaded….
+	RetryableClasses []string `mapstructure:"retryable_classes"`
+	// RetryPolicy is the policy failures are held to.
+	RetryPolicy `mapstructure:",squash"`
+	// Tolerance is the fraction a gap may fall short. Default 0.2.
+	Tolerance float64 `mapstructure:"tolerance"`
+}
+
+// DefaultRetryableClasses are the error classes retries are allowed for.
+var DefaultRetryableClasses = []string{
+	"rate_limit", "ratelimit", "rate limit", "429", "503", "502", "504", "timeout", "timed out",
+	"unavailable", "throttl", "overloaded", "temporar", "connection reset",
+}
+
+func defaultRetry() RetryConfig {
+	return RetryConfig{
+		RetryableClasses: append([]string(nil), DefaultRetryableClasses...),
+		RetryPolicy:      RetryPolicy{InitialInterval: 2 * time.Second, BackoffRate: 2, MaxAttempts: 5},
+		Tolerance:        0.2,
+	}
+}
+
+func (c RetryConfig) check() error {
+	var errs []error
+	if c.InitialInterval < 0 {
+		errs = append(errs, fmt.Errorf("retry.initial_interval must not be negative, got %s", c.InitialInterval))
+	}
+	if c.BackoffRate < 1 {
+		errs = append(errs, fmt.Errorf("retry.backoff_rate must be ≥ 1, got %v", c.BackoffRate))
+	}
+	if c.MaxAttempts < 1 {
+		errs = append(errs, fmt.Errorf("retry.max_attempts must be ≥ 1, got %d", c.MaxAttempts))
+	}
+	if c.Tolerance < 0 || c.Tolerance >= 1 {
+		errs = append(errs, fmt.Errorf("retry.tolerance must be in [0,1), got %v", c.Tolerance))
+	}
+	return errors.Join(errs...)
 }

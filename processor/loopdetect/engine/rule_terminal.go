@@ -47,3 +47,14 @@ func (terminalRereadRule) evaluate(w *window, v *verdict) bool {
 func (terminalRereadRule) explain(b *strings.Builder, w *window, v verdict) {
 	fmt.Fprintf(b, "loop detected: terminal result of %s re-read (x%d)", w.toolName(), v.reps)
 }
+
+// TerminalRereadConfig is the terminal re-read rule's; its key is at the
+// top level.
+type TerminalRereadConfig struct {
+	// TerminalReread enables the rule (an agent re-reading a completed
+	// async task result). Default true. (The other async-task rule, an
+	// identical result twice in a row, is the periodic rule's period 1.)
+	TerminalReread bool `mapstructure:"terminal_reread"`
+}
+
+func defaultTerminalReread() TerminalRereadConfig { return TerminalRereadConfig{TerminalReread: true} }

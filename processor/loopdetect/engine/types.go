@@ -66,8 +66,8 @@ const (
 	ReasonNameOnly
 	// ReasonLongCycle: a cycle longer than max_period repeated with unchanged results (stuck).
 	ReasonLongCycle
-	// ReasonResultlessCycle: a short cycle repeated many times with arguments but no results (stuck).
-	ReasonResultlessCycle
+	// ReasonCycleWithoutResults: a short cycle repeated many times with arguments but no results (stuck).
+	ReasonCycleWithoutResults
 	// ReasonFailureStreak: one tool failing with one error class again and again, whatever its arguments (stuck).
 	ReasonFailureStreak
 	// ReasonUnknownTool: calls of a tool that does not exist, again and again (stuck).
@@ -95,6 +95,19 @@ func (r Reason) deterministic() bool {
 		return true
 	}
 	return false
+}
+
+// MarshalText writes the reason code, as configurations spell it.
+func (r Reason) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText reads a reason code (kill.reasons).
+func (r *Reason) UnmarshalText(text []byte) error {
+	parsed, ok := ParseReason(string(text))
+	if !ok {
+		return fmt.Errorf("unknown reason %q", text)
+	}
+	*r = parsed
+	return nil
 }
 
 // ParseReason maps a reason code back to its Reason.
@@ -154,11 +167,12 @@ func (t Trigger) String() string {
 // RetryPolicy is the policy repeated failures are held to.
 type RetryPolicy struct {
 	// InitialInterval is the expected gap before the second attempt.
-	InitialInterval time.Duration
-	// BackoffRate multiplies the gap for each further attempt.
-	BackoffRate float64
-	// MaxAttempts bounds the attempts, the first included.
-	MaxAttempts int
+	// Default 2s.
+	InitialInterval time.Duration `mapstructure:"initial_interval"`
+	// BackoffRate multiplies the gap for each further attempt. Default 2.
+	BackoffRate float64 `mapstructure:"backoff_rate"`
+	// MaxAttempts bounds the attempts, the first included. Default 5.
+	MaxAttempts int `mapstructure:"max_attempts"`
 }
 
 // Lease is an agent's declared wait: honoured only with owner and deadline.

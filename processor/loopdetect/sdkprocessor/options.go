@@ -137,7 +137,9 @@ func WithDigestKey(key []byte) Option {
 // among the last window make a loop (the collector's frequent_identical;
 // threshold 0 disables it).
 func WithFrequentIdentical(window, threshold int) Option {
-	return func(o *options) { o.engine.FrequentWindow, o.engine.FrequentThreshold = window, threshold }
+	return func(o *options) {
+		o.engine.FrequentIdentical.Window, o.engine.FrequentIdentical.Threshold = window, threshold
+	}
 }
 
 // WithBackstop marks a session stuck once it has been active this long

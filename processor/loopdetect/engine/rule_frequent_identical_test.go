@@ -37,7 +37,7 @@ func TestFrequentIdenticalCountsACycleFromItsFirstCall(t *testing.T) {
 			seq(12, func(i int) step { return [...]step{a, b}[i%2] })...),
 			13, ReasonFrequentIdentical, true},
 		{"A-B-C without results: five A never fit in ten calls, the cycle rule decides", seq(16, func(i int) step { return [...]step{a, b, c}[i%3] }),
-			15, ReasonResultlessCycle, true},
+			15, ReasonCycleWithoutResults, true},
 		{"fix-and-test without results: a new edit never comes again", seq(16, func(i int) step {
 			if i%2 == 0 {
 				return step{"edit", fmt.Sprintf(`{"patch":"attempt %d"}`, i), ""}

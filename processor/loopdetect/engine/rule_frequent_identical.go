@@ -21,7 +21,7 @@ func (frequentIdenticalRule) evaluate(w *window, v *verdict) bool {
 	}
 	count, first := w.frequent()
 	n := len(w.h)
-	*v = verdict{state: StateStuck, reason: ReasonFrequentIdentical, count: count, loopStart: first, window: min(n, w.e.cfg.FrequentWindow), period: 1, reps: count}
+	*v = verdict{state: StateStuck, reason: ReasonFrequentIdentical, count: count, loopStart: first, window: min(n, w.e.cfg.FrequentIdentical.Window), period: 1, reps: count}
 	if sh, ok := w.periodic(); ok && sh.fpRun >= sh.period*w.e.cfg.MinRepetitions && !sh.lowConf {
 		// A periodic loop inside the window describes the loop better.
 		v.period, v.reps = sh.period, sh.fpRun/sh.period
@@ -110,4 +110,24 @@ func firstPass(h []record, k, last int) bool {
 		}
 	}
 	return true
+}
+
+// FrequentIdenticalConfig is the frequent-identical rule's (frequent_identical).
+type FrequentIdenticalConfig struct {
+	// Window is how many recent calls are looked at. Default 10.
+	Window int `mapstructure:"window"`
+	// Threshold is how many identical calls make a loop; 0 disables.
+	// Default 5.
+	Threshold int `mapstructure:"threshold"`
+}
+
+func defaultFrequentIdentical() FrequentIdenticalConfig {
+	return FrequentIdenticalConfig{Window: 10, Threshold: 5}
+}
+
+func (c FrequentIdenticalConfig) check(historySize int) error {
+	if c.Threshold < 0 || (c.Threshold > 0 && (c.Window < c.Threshold || c.Window > historySize)) {
+		return fmt.Errorf("frequent_identical: threshold (%d) must be ≤ window (%d) ≤ history_size (%d)", c.Threshold, c.Window, historySize)
+	}
+	return nil
 }

@@ -29,3 +29,17 @@ func (nameOnlyThresholdRule) evaluate(w *window, v *verdict) bool {
 func (nameOnlyThresholdRule) explain(b *strings.Builder, _ *window, v verdict) {
 	fmt.Fprintf(b, "loop detected: same tool name x%d without arguments (name-only threshold)", v.count)
 }
+
+// NameOnlyConfig is the name-only rule's; its key is at the top level.
+type NameOnlyConfig struct {
+	// NameOnlyThreshold lets that many identical argument-less calls reach
+	// stuck; 0 (default) keeps them at uncertain.
+	NameOnlyThreshold int `mapstructure:"name_only_threshold"`
+}
+
+func (c NameOnlyConfig) check(historySize int) error {
+	if c.NameOnlyThreshold < 0 || c.NameOnlyThreshold > historySize {
+		return fmt.Errorf("name_only_threshold must be in 0..history_size (%d), got %d", historySize, c.NameOnlyThreshold)
+	}
+	return nil
+}
