@@ -89,7 +89,7 @@ func (c *Config) Validate() error {
 	if c.Attributes.Session != nil {
 		errs = append(errs, fmt.Errorf("attributes.session %q is not read: the session key is configured with session.keys (move the list there)", c.Attributes.Session))
 	}
-	errs = append(errs, c.Config.Check(), c.Normalizer.Check())
+	errs = append(errs, c.Check(), c.Normalizer.Check())
 	if c.TickInterval <= 0 {
 		errs = append(errs, fmt.Errorf("tick_interval must be positive, got %s", c.TickInterval))
 	}

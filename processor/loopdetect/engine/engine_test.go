@@ -66,7 +66,7 @@ func TestConfigValidation(t *testing.T) {
 		{"frequent disabled", func(c *Config) { c.FrequentIdentical.Threshold = 0 }, ""},
 		{"no sessions", func(c *Config) { c.MaxSessions = 0 }, "max_sessions"},
 		{"hysteresis zero", func(c *Config) { c.Hysteresis = 0 }, "hysteresis"},
-		{"backoff below one", func(c *Config) { c.Retry.RetryPolicy.BackoffRate = 0.5 }, "backoff_rate"},
+		{"backoff below one", func(c *Config) { c.Retry.BackoffRate = 0.5 }, "backoff_rate"},
 		{"tolerance one", func(c *Config) { c.Retry.Tolerance = 1 }, "retry.tolerance"},
 		{"name-only over history", func(c *Config) { c.NameOnlyThreshold = 99 }, "name_only_threshold"},
 		{"long cycle over the ring", func(c *Config) { c.LongCycle.MinCalls = recentCalls + 1 }, "long_cycle.min_calls"},
