@@ -99,7 +99,7 @@ func (w *window) periodic() (*shape, bool) {
 }
 
 // frequent is the longest run of one signature among the last
-// FrequentWindow calls with nothing new between (0 when the rule is off).
+// FrequentIdentical.Window calls with nothing new between (0 when the rule is off).
 func (w *window) frequent() (count, first int) {
 	if w.done&doneFrequent == 0 {
 		w.done |= doneFrequent

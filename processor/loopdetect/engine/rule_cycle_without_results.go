@@ -5,9 +5,9 @@ import (
 	"strings"
 )
 
-// cycleWithoutResultsRule: a cycle of up to ResultlessCycleMaxPeriod calls with
-// recorded arguments but no results, repeated ResultlessCycleRepetitions
-// times, is stuck. Without results nothing shows progress, so a short
+// cycleWithoutResultsRule: a cycle of up to CycleWithoutResults.MaxPeriod
+// calls with recorded arguments but no results, repeated
+// CycleWithoutResults.Repetitions times, is stuck. Without results nothing shows progress, so a short
 // repetition stays uncertain; Gemini CLI's bound — five repetitions of a
 // cycle of up to five calls — is where an agent that repeats its actions
 // verbatim is stopped all the same. Name-only calls never get here.

@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// frequentIdenticalRule: at least FrequentThreshold calls with one
-// signature among the last FrequentWindow calls (5 of 10), counted only
+// frequentIdenticalRule: at least FrequentIdentical.Threshold calls with one
+// signature among the last FrequentIdentical.Window calls (5 of 10), counted only
 // while the calls between them bring nothing new — the rule of the
 // 1,972-call incident, where the same bash call returned the same answer
 // for five hours. It needs no result, so it also holds for agents that

@@ -10,7 +10,7 @@ import (
 // cycle, of any period up to recentCalls. It catches what the periodic
 // rule's 1..3 cannot: a 4-step polling cycle with identical results, or a
 // paging sweep that wraps around and re-reads the same pages with the same
-// results. At least LongCycleMinCalls calls, so re-reading two files after
+// results. At least LongCycle.MinCalls calls, so re-reading two files after
 // an edit is not a loop.
 type longCycleRule struct{}
 
