@@ -1,7 +1,6 @@
 package pdataspan
 
 import (
-	"encoding/binary"
 	"slices"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -12,28 +11,35 @@ import (
 // keyTable holds the keys a model span's usage read looks for — the token
 // usage keys and the usage_skip keys — each once with what it means. A
 // span's attribute keys mostly share prefixes ("gen_ai.") and a few
-// lengths, so an attribute is first tested against a filter of the
-// table's lengths and two of their bytes (mayHave, inlined into the pass),
-// which rules out nearly every attribute that is no usage key without a
-// call; the few left are compared by their last eight bytes, then their
-// spelling (find).
+// lengths, so an attribute's key is placed by its length and the last
+// and middle of its bytes (slotOf, inlined into the pass): nearly every
+// key that is none of the table's lands in an empty slot, without a call
+// or a comparison of its text, and one of the table's lands in its own,
+// where one comparison confirms it.
 type keyTable struct {
 	// keys are sorted by length; those of maxTableLen bytes or more from
-	// long on. tails[i] is tailWord(keys[i].key), compared before the key.
-	keys  []tableKey
-	tails []uint64
-	long  int
-	// byLen[n] is the range of keys of n bytes.
+	// long on.
+	keys []tableKey
+	long int
+	// slots[n][b] is 1 + the index of the key of n bytes whose slot bit is
+	// b, 0 when there is none, several when there are more; slotsAfterOp
+	// is the same without the declared operation's key, for a usage read
+	// whose screen has decided that key (see UsageAfter).
+	slots, slotsAfterOp *[maxTableLen][64]uint8
+	// byLen[n] is the range of keys of n bytes, for several.
 	byLen [maxTableLen]keyRange
-	// filter[n] has bit filterBit(k) set for each key k of n bytes;
-	// filterAfterOp is the same without the declared operation's key, for a
-	// usage read whose screen has decided that key (see UsageAfter).
-	filter, filterAfterOp [maxTableLen]uint64
+	// rare: some key has fewer than 8 bytes, or maxTableLen or more: the
+	// slots do not hold it, and keys of those lengths are looked for.
+	rare bool
 }
 
-// maxTableLen bounds the lengths the filter and byLen index: longer
-// attribute keys are rare, and compared with the long keys one by one.
+// maxTableLen bounds the lengths the slots index: longer attribute keys
+// are rare, and compared with the long keys one by one (as shorter ones
+// than 8 bytes with the table's of their length).
 const maxTableLen = 64
+
+// several marks a slot more than one key takes, and the long keys.
+const several = 255
 
 type keyRange struct{ lo, hi uint16 }
 
@@ -42,11 +48,13 @@ type keyRange struct{ lo, hi uint16 }
 // at once.
 type tableKey struct {
 	key string
-	// rank[l] is the key's rank in token list l (input, output, total;
-	// the first listed wins), -1 when it is in none; counts says it is in
-	// one.
-	rank   [3]int32
-	counts bool
+	// list is the token count the key gives (input, output, total:
+	// 0, 1, 2) at rank in that list (the first listed wins); noList when
+	// none, manyLists when it is in more than one (then ranks has them,
+	// -1 for a list it is not in).
+	list  int8
+	rank  int32
+	ranks [3]int32
 	// skip are the usage_skip matches on the key, decided by its first
 	// occurrence in a span (as Lookup reads it), which sets bit in the
 	// usage read's seen set.
@@ -54,35 +62,44 @@ type tableKey struct {
 	bit  uint64
 }
 
-// filterBit is the bit of a key of n > 0 bytes in its length's filter
-// word: of its last and middle bytes, which tell most GenAI keys of one
-// length apart (the usage keys end in "tokens", and so do request keys).
-func filterBit(k string) uint64 {
+// The values of tableKey.list besides the lists.
+const (
+	noList    = -1
+	manyLists = 3
+)
+
+// slotBit is the slot of a key of n >= 8 bytes among its length's: of
+// its middle byte and its eighth from last, which tell the default keys
+// of one length apart ("input_tokens" and "total_tokens" end alike) and
+// put the usual GenAI keys of their lengths in other slots.
+func slotBit(k string) byte {
 	n := len(k)
-	return 1 << ((k[n-1] ^ k[n>>1]) & 63) // as mayHave computes it
+	return (k[n-8]*5 + k[n>>1]) & 63 // as slotOf computes it
 }
 
-// mayHave reports whether k may be a key of the table, by filter: false
-// for nearly every other attribute, without a call (it is small enough to
+// slotOf returns the slot of k in slots: 0 for nearly every attribute
+// that is no key of the table, without a call (it is small enough to
 // inline into a pass's loop).
-func (t *keyTable) mayHave(k string, filter *[maxTableLen]uint64) bool {
+func (t *keyTable) slotOf(k string, slots *[maxTableLen][64]uint8) uint8 {
 	n := len(k)
-	if n == 0 || n >= maxTableLen {
-		return n != 0 && t.long < len(t.keys)
+	if uint(n-8) >= maxTableLen-8 {
+		if t.rare && n != 0 {
+			return several
+		}
+		return 0
 	}
-	return filter[n]>>((k[n-1]^k[n>>1])&63)&1 != 0
+	return slots[n][(k[n-8]*5+k[n>>1])&63]
 }
 
-// tailWord is the last eight bytes of a key as one word; a shorter key's
-// bytes padded with its length, so keys of one length compare by it alone.
-func tailWord(k string) uint64 {
-	if n := len(k); n >= 8 {
-		return binary.LittleEndian.Uint64([]byte(k[n-8:]))
+// at returns the table's entry for k in slot s (non-zero), or nil.
+func (t *keyTable) at(k string, s uint8) *tableKey {
+	if s != several {
+		if e := &t.keys[s-1]; e.key == k {
+			return e
+		}
+		return nil
 	}
-	var w [8]byte
-	copy(w[:], k)
-	w[7] = byte(len(k))
-	return binary.LittleEndian.Uint64(w[:])
+	return t.find(k)
 }
 
 // find returns the table's entry for k, or nil.
@@ -91,10 +108,9 @@ func (t *keyTable) find(k string) *tableKey {
 	if n := len(k); n < maxTableLen {
 		lo, hi = int(t.byLen[n].lo), int(t.byLen[n].hi)
 	}
-	w := tailWord(k)
-	for i, tail := range t.tails[lo:hi] {
-		if tail == w && t.keys[lo+i].key == k {
-			return &t.keys[lo+i]
+	for i := lo; i < hi; i++ {
+		if t.keys[i].key == k {
+			return &t.keys[i]
 		}
 	}
 	return nil
@@ -113,8 +129,8 @@ func newKeyTable(op string, k extract.Keys) (keyTable, bool) {
 				continue // Lookup finds no empty key
 			}
 			// A key listed twice counts at its first rank.
-			if e := t.entry(key); e.rank[list] < 0 {
-				e.rank[list], e.counts = int32(rank), true
+			if e := t.entry(key); e.ranks[list] < 0 {
+				e.ranks[list] = int32(rank)
 			}
 		}
 	}
@@ -132,7 +148,7 @@ func newKeyTable(op string, k extract.Keys) (keyTable, bool) {
 	}
 	fits := bits <= 64
 	if !fits {
-		t.keys = slices.DeleteFunc(t.keys, func(e tableKey) bool { return !e.counts })
+		t.keys = slices.DeleteFunc(t.keys, func(e tableKey) bool { return e.ranks == [3]int32{-1, -1, -1} })
 		for i := range t.keys {
 			t.keys[i].skip, t.keys[i].bit = nil, 0
 		}
@@ -148,34 +164,58 @@ func (t *keyTable) entry(k string) *tableKey {
 			return &t.keys[i]
 		}
 	}
-	t.keys = append(t.keys, tableKey{key: k, rank: [3]int32{-1, -1, -1}})
+	t.keys = append(t.keys, tableKey{key: k, ranks: [3]int32{-1, -1, -1}})
 	return &t.keys[len(t.keys)-1]
 }
 
-// index sorts the keys by length and fills byLen and the filters; the
-// operation's key op is left out of filterAfterOp unless it gives a
-// token count.
+// index sorts the keys by length, sets their list and rank, and fills
+// byLen and the slots; the operation's key op is left out of
+// slotsAfterOp unless it gives a token count.
 func (t *keyTable) index(op string) {
 	slices.SortStableFunc(t.keys, func(a, b tableKey) int { return len(a.key) - len(b.key) })
+	t.slots, t.slotsAfterOp = new([maxTableLen][64]uint8), new([maxTableLen][64]uint8)
 	t.long = len(t.keys)
-	t.tails = make([]uint64, len(t.keys))
 	for i := range t.keys {
-		t.tails[i] = tailWord(t.keys[i].key)
 		e := &t.keys[i]
+		e.list = noList
+		for l, r := range e.ranks {
+			switch {
+			case r < 0:
+			case e.list == noList:
+				e.list, e.rank = int8(l), r
+			default:
+				e.list = manyLists
+			}
+		}
 		n := len(e.key)
 		if n >= maxTableLen {
 			t.long = min(t.long, i)
+			t.rare = true
 			continue
-		}
-		t.filter[n] |= filterBit(e.key)
-		if e.key != op || e.counts {
-			t.filterAfterOp[n] |= filterBit(e.key)
 		}
 		if r := &t.byLen[n]; r.lo == r.hi {
 			r.lo, r.hi = uint16(i), uint16(i+1)
 		} else {
 			r.hi = uint16(i + 1)
 		}
+		if n < 8 {
+			t.rare = true
+			continue
+		}
+		place(t.slots, e.key, i)
+		if e.key != op || e.list != noList {
+			place(t.slotsAfterOp, e.key, i)
+		}
+	}
+}
+
+// place puts key i, k, in its slot.
+func place(slots *[maxTableLen][64]uint8, k string, i int) {
+	s := &slots[len(k)][slotBit(k)]
+	if *s != 0 || i+1 >= several {
+		*s = several
+	} else {
+		*s = uint8(i + 1)
 	}
 }
 
@@ -203,13 +243,10 @@ func (e *tableKey) matchAny(v pcommon.Value) bool {
 // tokenCount is extract.TokenCount of v; an integer, the common case, is
 // read without converting the value.
 func tokenCount(v pcommon.Value) (int64, bool) {
-	if v.Type() == pcommon.ValueTypeInt {
-		// TokenCount's float64 round trip returns the integer itself below
-		// its bound, and the bound above it.
-		n := v.Int()
-		if n < 0 {
-			return 0, false
-		}
+	// Int is 0 for a value of another type: a positive one is an integer,
+	// which TokenCount's float64 round trip returns itself below its
+	// bound, and the bound above it.
+	if n := v.Int(); n > 0 {
 		return min(n, maxTokensPerSpan), true
 	}
 	return extract.TokenCount(Value(v))

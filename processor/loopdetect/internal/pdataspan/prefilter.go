@@ -223,8 +223,8 @@ func (p *Prefilter) undeclared(span ptrace.Span) (tool, usage bool) {
 	}
 	t := &p.table
 	for k, v := range span.Attributes().All() {
-		if !usage && t.mayHave(k, &t.filter) {
-			if e := t.find(k); e != nil && e.counts {
+		if s := t.slotOf(k, t.slots); !usage && s != 0 {
+			if e := t.at(k, s); e != nil && e.list != noList {
 				usage = true
 			}
 		}
@@ -257,90 +257,4 @@ func (p *Prefilter) toolKey(k string, v pcommon.Value) bool {
 		}
 	}
 	return false
-}
-
-// Usage is extract.ExtractUsage's token count read in one pass over the
-// span's attributes: input + output tokens (else the total), the first
-// listed key of each kind winning, nothing for a span that sums nested
-// spans' usage (UsageSkip). Most spans carry no usage key and cost one scan
-// of their keys, most rejected by length.
-func (p *Prefilter) Usage(span ptrace.Span) (int64, bool) {
-	return p.UsageAfter(span, Screening{})
-}
-
-// UsageAfter is Usage of a span Screen screened as sc. When the screen
-// read the declared operation (its first occurrence, a string that is no
-// usage_skip match), the pass leaves that key out: in the defaults it is
-// a usage_skip key, decided, and the pass then meets the token keys
-// alone. Attributes are ruled out by a filter inlined into the loop, so
-// the pass costs little more than the walk over the keys.
-func (p *Prefilter) UsageAfter(span ptrace.Span, sc Screening) (int64, bool) {
-	u := usageSum{ranks: [3]int32{-1, -1, -1}}
-	t := &p.table
-	filter := &t.filter
-	if sc.opRead {
-		filter, u.seen = &t.filterAfterOp, p.opBit
-	}
-	for k, v := range span.Attributes().All() {
-		if !t.mayHave(k, filter) {
-			continue
-		}
-		if e := t.find(k); e != nil && !u.add(e, v) {
-			return 0, false // a skipped span reports nothing, whatever its counts
-		}
-	}
-	if !u.found {
-		return 0, false
-	}
-	tokens := u.counts[0] + u.counts[1]
-	if u.ranks[0] < 0 && u.ranks[1] < 0 {
-		tokens = u.counts[2]
-	}
-	if tokens <= 0 {
-		return 0, false
-	}
-	if p.skipLookup {
-		for i := range p.skip {
-			m := &p.skip[i]
-			if v, ok := Lookup(span.Attributes(), m.Key); ok && m.Matches(v) {
-				return 0, false
-			}
-		}
-	}
-	return tokens, true
-}
-
-// usageSum is a usage read's state: the counts found (input, output,
-// total) with the rank of the key each came from, and the usage_skip keys
-// met.
-type usageSum struct {
-	counts [3]int64
-	ranks  [3]int32
-	found  bool
-	seen   uint64
-}
-
-// add reads attribute v of key e, and reports false if it is a usage_skip
-// match.
-func (u *usageSum) add(e *tableKey, v pcommon.Value) bool {
-	if e.counts {
-		read, n, ok := false, int64(0), false
-		for l, r := range e.rank {
-			if r < 0 || u.ranks[l] >= 0 && u.ranks[l] <= r {
-				continue // not in the list, or a key listed before it counted
-			}
-			if !read {
-				n, ok = tokenCount(v)
-				read = true
-			}
-			if ok {
-				u.counts[l], u.ranks[l], u.found = n, r, true
-			}
-		}
-	}
-	if e.skip != nil && u.seen&e.bit == 0 {
-		u.seen |= e.bit
-		return !e.matchAny(v)
-	}
-	return true
 }
