@@ -11,8 +11,8 @@ import (
 // keyTable holds the keys a model span's usage read looks for — the token
 // usage keys and the usage_skip keys — each once with what it means. A
 // span's attribute keys mostly share prefixes ("gen_ai.") and a few
-// lengths, so an attribute's key is placed by its length and the last
-// and middle of its bytes (slotOf, inlined into the pass): nearly every
+// lengths, so an attribute's key is placed by its length and two of its
+// bytes (slotOf, inlined into the pass; slotBit): nearly every
 // key that is none of the table's lands in an empty slot, without a call
 // or a comparison of its text, and one of the table's lands in its own,
 // where one comparison confirms it.
@@ -38,7 +38,8 @@ type keyTable struct {
 // than 8 bytes with the table's of their length).
 const maxTableLen = 64
 
-// several marks a slot more than one key takes, and the long keys.
+// several marks a slot more than one key takes, and any key the slots do
+// not index when the table has keys of such lengths (rare).
 const several = 255
 
 type keyRange struct{ lo, hi uint16 }
