@@ -244,8 +244,13 @@ func runProcessor(b *testing.B, w, pre *benchdata.Workload, pr benchProc) {
 	}
 	fed := int64(0)
 	if pre != nil {
+		// One visit of every session, as the warm-up below: the pool
+		// holds a fifth of them, so it is renewed as it runs out.
 		prePool := pre.Batches()
 		for i := 0; i < 10_000/int(pre.SpansPerBatch()/10)+len(prePool); i++ {
+			if i > 0 && i%len(prePool) == 0 {
+				pre.Renew()
+			}
 			td := prePool[i%len(prePool)]
 			fed += int64(td.SpanCount())
 			if err := p.ConsumeTraces(ctx, td); err != nil {

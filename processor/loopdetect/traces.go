@@ -54,16 +54,23 @@ func (a tracesSignal) scope(w *walk, ss ptrace.SpanSlice, res pcommon.Map) (forg
 		if hasVerdictEvent(span.Events()) {
 			removeVerdictEvents(w, span.Events())
 		}
+		// The trace id, which a model span's usage needs, is read before
+		// the screen so that its cache line arrives alongside the
+		// attributes' rather than after them.
+		tid := span.TraceID()
 		sc := d.pre.Screen(span)
 		if !sc.MaybeTool {
-			if !sc.NoUsage {
-				d.usage(w.ctx, w.st, span, res)
+			// The next model spans of a trace whose session is not
+			// tracked cost the memo's compare alone.
+			if !sc.NoUsage && !w.st.trace.untracked(tid) {
+				d.usage(w.ctx, w.st, span, tid, res, sc)
 			}
 			continue
 		}
 		switch readCall(w, d.x, pdataspan.Span{S: span, Res: res}, sc.Declared) {
 		case notCall:
-			d.usage(w.ctx, w.st, span, res)
+			// Extraction read the attributes since: the usage read starts over.
+			d.usage(w.ctx, w.st, span, tid, res, pdataspan.Screening{})
 		case callObserved:
 			for t := range w.st.trans {
 				ev := toEvent(&w.st.trans[t])

@@ -13,14 +13,15 @@ import (
 )
 
 // usage feeds the token usage of a span that is not a tool call (an LLM
-// span) to the engine. A kill it causes (kill.max_loop_tokens) is attached
-// to that span, as a tool call's transitions are to the tool span.
-func (d *detector) usage(ctx context.Context, st *batchState, span ptrace.Span, res pcommon.Map) {
+// span), screened as sc, to the engine. A kill it causes
+// (kill.max_loop_tokens) is attached to that span, as a tool call's
+// transitions are to the tool span.
+func (d *detector) usage(ctx context.Context, st *batchState, span ptrace.Span, tid pcommon.TraceID, res pcommon.Map, sc pdataspan.Screening) {
 	ps := pdataspan.Span{S: span, Res: res}
-	if d.traceSessions && !d.traceTracked(st, ps) {
+	if d.traceSessions && !d.traceTracked(st, ps, tid) {
 		return // the engine would drop the tokens: they are not read
 	}
-	tokens, ok := d.pre.Usage(span)
+	tokens, ok := d.pre.UsageAfter(span, sc)
 	if !ok {
 		return
 	}
@@ -57,8 +58,7 @@ func (d *detector) recordLoopTokens(ctx context.Context, t *engine.Transition) {
 
 // traceTracked reports whether the engine tracks the session of s, its
 // trace id, remembering the answer for the trace's next model spans.
-func (d *detector) traceTracked(st *batchState, s pdataspan.Span) bool {
-	tid := s.S.TraceID()
+func (d *detector) traceTracked(st *batchState, s pdataspan.Span, tid pcommon.TraceID) bool {
 	if !st.trace.ok || st.trace.id != tid {
 		d.flushTokens(st)
 		session := extract.UsageSession(d.x, s, &st.sc)
@@ -107,4 +107,10 @@ type traceMemo struct {
 	// pending the tokens summed for it and not yet added.
 	session string
 	pending int64
+}
+
+// untracked reports that the memo is of trace tid and its session is not
+// tracked: the span's usage is not read.
+func (m *traceMemo) untracked(tid pcommon.TraceID) bool {
+	return m.ok && !m.tracked && m.id == tid
 }

@@ -337,11 +337,11 @@ var (
 			"loopdetect.(*detector).countBatch", "loopdetect.(*detector).reportStats", "loopdetect.(*detector).eventTimeTick",
 			"loopdetect.(*detector).usage", "loopdetect.(*detector).flushTokens", "loopdetect.(*detector).forgetTrace"}},
 	}
-	// The usage rows come first: the token reading and the session look-up
-	// read attributes through pcommon.Map.Get too, which the
+	// The usage rows come first: the session look-up may read attributes
+	// through pcommon.Map.Get too (configured session keys), which the
 	// declared-operation row must not claim.
 	nontoolStages = []stage{
-		{label: "token reading (`pdataspan.(*Prefilter).Usage`: one scan of the span's keys)", funcs: []string{"pdataspan.(*Prefilter).Usage"}},
+		{label: "token reading (`pdataspan.(*Prefilter).UsageAfter`: one pass over the span's keys through the key table)", funcs: []string{"pdataspan.(*Prefilter).UsageAfter"}},
 		{label: "trace memo and the rest of the usage path (`(*detector).usage`, `traceTracked`, `Tracks`, `flushTokens`)", funcs: []string{
 			"loopdetect.(*detector).usage", "loopdetect.(*detector).traceTracked", "engine.(*Engine).Tracks",
 			"loopdetect.(*detector).flushTokens", "loopdetect.(*detector).forgetTrace"}},

@@ -24,14 +24,17 @@ type Prefilter struct {
 	// rejected by their key length alone.
 	lens [64]bool
 	long bool // a key of 64 bytes or more
-	// usage holds the token usage keys by byte length, for Usage.
-	usage [64][]usageKey
-	// skipBy holds the usage_skip keys by byte length, so Usage reads them
-	// in its one pass; skip is the list itself, looked up key by key when a
-	// key does not fit skipBy (skipLookup).
-	skipBy     [64][]skipKey
+	// table holds the token usage keys and the usage_skip keys, found in
+	// one pass over a model span's attributes (keytable.go). skip is the
+	// usage_skip list itself, looked up key by key after that pass when
+	// its keys outnumber the bits of the pass's seen set (skipLookup).
+	table      keyTable
 	skip       []extract.Match
 	skipLookup bool
+	// opBit is the declared operation's key's bit in the usage read's seen
+	// set (it is a usage_skip key, decided by its first occurrence, in the
+	// defaults).
+	opBit uint64
 	// opTools are the tool_call values of the declared operation's key
 	// (the first tool_call key); opSkip are the usage_skip matches on that
 	// key, which Screen reads anyway.
@@ -69,33 +72,9 @@ func newOpMatch(m extract.Match) opMatch {
 // fits reports whether a value of n bytes may match.
 func (o *opMatch) fits(n int) bool { return o.lo <= n && n <= o.hi }
 
-// skipKey is one usage_skip key with its matches; bit marks its first
-// occurrence in a span, the one Lookup finds.
-type skipKey struct {
-	key     string
-	matches []extract.Match
-	bit     uint64
-}
-
-// usageKey is one token usage key: which count it gives (input, output,
-// total) and its rank in that list (the first listed wins).
-type usageKey struct {
-	key        string
-	list, rank int
-}
-
 // NewPrefilter compiles the key lists an Extractor classifies with.
 func NewPrefilter(k extract.Keys) *Prefilter {
-	p := &Prefilter{names: k.ToolSpanNames}
-	for list, keys := range [...][]string{k.InputTokens, k.OutputTokens, k.TotalTokens} {
-		for rank, key := range keys {
-			if n := len(key); n > 0 && n < len(p.usage) {
-				p.usage[n] = append(p.usage[n], usageKey{key: key, list: list, rank: rank})
-			}
-		}
-	}
-	p.skip = k.UsageSkip
-	p.compileSkip()
+	p := &Prefilter{names: k.ToolSpanNames, skip: k.UsageSkip}
 	for _, m := range k.ToolCall {
 		if m.Key == "" {
 			continue // an empty key is never looked up
@@ -124,20 +103,28 @@ func NewPrefilter(k extract.Keys) *Prefilter {
 				p.opSkip = append(p.opSkip, newOpMatch(m))
 			}
 		}
-		for n := range p.opLens {
-			for i := range p.opTools {
-				if p.opTools[i].fits(n) {
-					p.opLens[n] |= opLenTool
-				}
+		p.compileOpLens()
+	}
+	var fits bool
+	p.table, fits = newKeyTable(p.opKey, k)
+	p.skipLookup = !fits
+	return p
+}
+
+// compileOpLens fills opLens from opTools and opSkip.
+func (p *Prefilter) compileOpLens() {
+	for n := range p.opLens {
+		for i := range p.opTools {
+			if p.opTools[i].fits(n) {
+				p.opLens[n] |= opLenTool
 			}
-			for i := range p.opSkip {
-				if p.opSkip[i].fits(n) {
-					p.opLens[n] |= opLenSkip
-				}
+		}
+		for i := range p.opSkip {
+			if p.opSkip[i].fits(n) {
+				p.opLens[n] |= opLenSkip
 			}
 		}
 	}
-	return p
 }
 
 // The bits of Prefilter.opLens.
@@ -146,48 +133,25 @@ const (
 	opLenSkip
 )
 
-// compileSkip lays the usage_skip keys out by length, or leaves them to
-// look-ups should one not fit.
-func (p *Prefilter) compileSkip() {
-	var keys []string
-	matches := map[string][]extract.Match{}
-	for _, m := range p.skip {
-		if m.Key == "" {
-			continue // Lookup finds no empty key
-		}
-		if _, ok := matches[m.Key]; !ok {
-			keys = append(keys, m.Key)
-		}
-		matches[m.Key] = append(matches[m.Key], m)
-	}
-	if len(keys) > 64 {
-		p.skipLookup = true
-		return
-	}
-	for i, k := range keys {
-		if len(k) >= len(p.skipBy) {
-			p.skipLookup = true
-			p.skipBy = [64][]skipKey{}
-			return
-		}
-		p.skipBy[len(k)] = append(p.skipBy[len(k)], skipKey{key: k, matches: matches[k], bit: 1 << uint(i)})
-	}
-}
-
 // Screening is what Screen tells of a span before extraction.
 type Screening struct {
 	// MaybeTool is false only for a span extract.Classify does not take
 	// for a tool call.
 	MaybeTool bool
-	// NoUsage is set for a span that is no tool call and whose declared
-	// operation is a usage_skip match: Usage would report nothing for it,
-	// so it need not be called.
+	// NoUsage is set for a span that is no tool call and that Usage would
+	// report nothing for: its declared operation is a usage_skip match, or
+	// it declares none and carries no token usage key. It need not be
+	// read.
 	NoUsage bool
 	// Declared is set for a span that declares a tool call as
 	// extract.ExtractDeclared requires (its first tool_call key holds one
 	// of that key's tool_call values): extracting it, the caller need not
 	// look the operation up again.
 	Declared bool
+	// opRead: the screen read the declared operation, a string that is
+	// no usage_skip match, so the usage read (UsageAfter) need not read it
+	// again.
+	opRead bool
 }
 
 // Screen reads the span's declared operation, the one look-up most model
@@ -196,132 +160,99 @@ func (p *Prefilter) Screen(span ptrace.Span) Screening {
 	// The declared operation decides alone, as in extract.Classify.
 	if p.declares {
 		if v, ok := span.Attributes().Get(p.opKey); ok {
-			if v.Type() != pcommon.ValueTypeStr {
-				return Screening{MaybeTool: true} // rendered as text by Value: leave it to Classify
+			// Most operations (chat, ...) are strings of a length no match
+			// takes: settled here, without a call. Str is "" for a value
+			// of another type.
+			if n := len(v.Str()); n > 0 && n < len(p.opLens) && p.opLens[n] == 0 {
+				return Screening{opRead: true}
 			}
-			str := v.Str()
-			fit := opLenTool | opLenSkip
-			if len(str) < len(p.opLens) {
-				fit = p.opLens[len(str)]
-			}
-			if fit&opLenTool != 0 {
-				for i := range p.opTools {
-					o := &p.opTools[i]
-					if o.fits(len(str)) && (str == o.m.Value || !extract.FoldMismatch(str, o.m.Value) && strings.EqualFold(str, o.m.Value)) {
-						return Screening{MaybeTool: true, Declared: p.opFirst}
-					}
-				}
-			}
-			// Usage looks the key up as Get does (the first occurrence).
-			if fit&opLenSkip != 0 {
-				for i := range p.opSkip {
-					if o := &p.opSkip[i]; o.fits(len(str)) && o.m.MatchesString(str) {
-						return Screening{NoUsage: true}
-					}
-				}
-			}
-			return Screening{}
+			return p.screenOp(v)
 		}
 	}
-	return Screening{MaybeTool: p.maybeToolUndeclared(span)}
+	if tool, usage := p.undeclared(span); !tool {
+		return Screening{NoUsage: !usage}
+	}
+	return Screening{MaybeTool: true}
 }
 
-// maybeToolUndeclared is Screen's MaybeTool for a span that declares no
-// operation.
-func (p *Prefilter) maybeToolUndeclared(span ptrace.Span) bool {
+// screenOp settles a span by its declared operation v.
+func (p *Prefilter) screenOp(v pcommon.Value) Screening {
+	if v.Type() != pcommon.ValueTypeStr {
+		return Screening{MaybeTool: true} // rendered as text by Value: leave it to Classify
+	}
+	str := v.Str()
+	fit := opLenTool | opLenSkip
+	if len(str) < len(p.opLens) {
+		fit = p.opLens[len(str)]
+	}
+	if fit&opLenTool != 0 {
+		for i := range p.opTools {
+			o := &p.opTools[i]
+			if o.fits(len(str)) && (str == o.m.Value || !extract.FoldMismatch(str, o.m.Value) && strings.EqualFold(str, o.m.Value)) {
+				return Screening{MaybeTool: true, Declared: p.opFirst}
+			}
+		}
+	}
+	// Usage decides a usage_skip key by its first occurrence, the one Get
+	// finds.
+	if fit&opLenSkip != 0 {
+		for i := range p.opSkip {
+			if o := &p.opSkip[i]; o.fits(len(str)) && o.m.MatchesString(str) {
+				return Screening{NoUsage: true}
+			}
+		}
+	}
+	return Screening{opRead: true}
+}
+
+// undeclared is Screen's reading of a span that declares no operation:
+// whether it may be a tool call, by its name, else by its attributes in
+// one pass, which also notes whether the span has a token usage key
+// (without one Usage finds no count).
+func (p *Prefilter) undeclared(span ptrace.Span) (tool, usage bool) {
 	name := span.Name()
 	for i := range p.names {
 		m := &p.names[i]
 		if m.Prefix != "" {
 			if strings.HasPrefix(name, m.Prefix) {
-				return true
+				return true, true
 			}
 		} else if name == m.Name {
-			return true
+			return true, true
 		}
 	}
+	t := &p.table
 	for k, v := range span.Attributes().All() {
-		if n := len(k); n < len(p.lens) && !p.lens[n] || n >= len(p.lens) && !p.long {
+		if s := t.slotOf(k, t.slots); !usage && s != 0 {
+			if e := t.at(k, s); e != nil && e.list != noList {
+				usage = true
+			}
+		}
+		if p.toolKey(k, v) {
+			return true, true
+		}
+	}
+	return false, usage
+}
+
+// toolKey reports whether attribute k, v may make a span that declares no
+// operation a tool call.
+func (p *Prefilter) toolKey(k string, v pcommon.Value) bool {
+	if n := len(k); n < len(p.lens) && !p.lens[n] || n >= len(p.lens) && !p.long {
+		return false
+	}
+	for i := range p.keys {
+		m := &p.keys[i]
+		if k != m.Key {
 			continue
 		}
-		for i := range p.keys {
-			m := &p.keys[i]
-			if k != m.Key {
-				continue
-			}
-			switch v.Type() {
-			case pcommon.ValueTypeStr:
-				if extract.EqualFold(v.Str(), m.Value) {
-					return true
-				}
-			case pcommon.ValueTypeEmpty, pcommon.ValueTypeBytes:
-				// Value renders these as text: leave them to Classify.
+		switch v.Type() {
+		case pcommon.ValueTypeStr:
+			if extract.EqualFold(v.Str(), m.Value) {
 				return true
 			}
-		}
-	}
-	return false
-}
-
-// Usage is extract.ExtractUsage's token count read in one pass over the
-// span's attributes: input + output tokens (else the total), the first
-// listed key of each kind winning, nothing for a span that sums nested
-// spans' usage (UsageSkip). Most spans carry no usage key and cost one scan
-// of their keys, most rejected by length.
-func (p *Prefilter) Usage(span ptrace.Span) (int64, bool) {
-	var (
-		counts [3]int64
-		ranks  = [3]int{-1, -1, -1}
-		found  bool
-		seen   uint64 // skip keys met
-	)
-	for k, v := range span.Attributes().All() {
-		if len(k) >= len(p.usage) {
-			continue
-		}
-		for i := range p.usage[len(k)] {
-			u := &p.usage[len(k)][i]
-			if k != u.key || (ranks[u.list] >= 0 && ranks[u.list] <= u.rank) {
-				continue
-			}
-			if n, ok := extract.TokenCount(Value(v)); ok {
-				counts[u.list], ranks[u.list], found = n, u.rank, true
-			}
-		}
-		for i := range p.skipBy[len(k)] {
-			if sk := &p.skipBy[len(k)][i]; k == sk.key && seen&sk.bit == 0 {
-				seen |= sk.bit
-				if sk.matchAny(v) {
-					return 0, false // a skipped span reports nothing, whatever its counts
-				}
-			}
-		}
-	}
-	if !found {
-		return 0, false
-	}
-	tokens := counts[0] + counts[1]
-	if ranks[0] < 0 && ranks[1] < 0 {
-		tokens = counts[2]
-	}
-	if tokens <= 0 {
-		return 0, false
-	}
-	if p.skipLookup {
-		for i := range p.skip {
-			m := &p.skip[i]
-			if v, ok := Lookup(span.Attributes(), m.Key); ok && m.Matches(v) {
-				return 0, false
-			}
-		}
-	}
-	return tokens, true
-}
-
-func (sk *skipKey) matchAny(v pcommon.Value) bool {
-	ev := Value(v)
-	for i := range sk.matches {
-		if sk.matches[i].Matches(ev) {
+		case pcommon.ValueTypeEmpty, pcommon.ValueTypeBytes:
+			// Value renders these as text: leave them to Classify.
 			return true
 		}
 	}
