@@ -133,6 +133,9 @@ func perCall(b *testing.B) {
 //   - canon=on:  both canonical digests (200-byte args, 500-byte result) and Observe
 //   - canon=off: Observe alone (digests precomputed)
 //   - canon=on/loop=stuck: every session repeats one call (stuck, killed once)
+//   - canon=off/sessions=N: Observe alone over N sessions, each with a full
+//     history: how much of a call is waiting on memory as the session table
+//     outgrows the caches (1,000 sessions fit in them, 1,000,000 do not)
 func BenchmarkObserve(b *testing.B) {
 	cfg := engine.DefaultConfig()
 	for _, v := range []struct {
@@ -150,6 +153,40 @@ func BenchmarkObserve(b *testing.B) {
 			perCall(b)
 		})
 	}
+	for _, n := range []int{1_000, 100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("canon=off/sessions=%d", n), func(b *testing.B) {
+			f := warmFeeder(b, cfg, n)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				f.observe(false)
+			}
+			perCall(b)
+		})
+	}
+}
+
+// warmed keeps the last warmFeeder's engine: a million sessions with full
+// histories take tens of seconds to build, and the benchmark function runs
+// once per b.N it tries. The engine's calls simply go on where they were.
+var warmed struct {
+	sessions int
+	f        *feeder
+}
+
+// warmFeeder returns a feeder over n sessions, each with a full history,
+// reusing the previous one when it has the same number of sessions (only
+// one is kept, so the memory of the last size is freed).
+func warmFeeder(b *testing.B, cfg engine.Config, n int) *feeder {
+	if warmed.f == nil || warmed.sessions != n {
+		warmed.f = nil
+		runtime.GC()
+		f := newFeeder(b, cfg, n, false)
+		f.warm(cfg)
+		warmed.sessions, warmed.f = n, f
+		runtime.GC() // the warm-up's garbage is not the measured calls' business
+	}
+	return warmed.f
 }
 
 var sinkDigest engine.Digest
