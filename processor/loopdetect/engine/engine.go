@@ -118,54 +118,27 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 	key := tokenKey(c.Session)
 	h := e.hashKey(key)
 	sh := &e.shards[h%numShards]
+	nowNs := now.UnixNano()
+	// What the call says is read before the session is found: the
+	// session's look-up misses the caches at scale, and then the history
+	// check follows it at once.
+	var rec record
+	class := e.fillRecord(&rec, c)
+	meta := metaDigest(c)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	nowNs := now.UnixNano()
-	s := sh.get(e, key, h, nowNs)
+	rec.tool = sh.names.id(truncate(c.Tool, maxToolName), nowNs)
+	s, hist := sh.get(e, key, h, nowNs)
+	outcome := s.dedup(hist, &rec)
 	if s.firstSeen == 0 {
 		s.firstSeen = nowNs
 	}
-	s.noteMeta(sh, c)
-	// Field by field: a composite literal is built in a temporary and
-	// copied with wide loads right after its narrow stores, which stalled
-	// on store forwarding in the profile.
-	var rec record
-	rec.start = c.Start.UnixNano()
-	rec.sig = c.Signature
-	rec.fp = c.Fingerprint
-	rec.spanID = c.SpanID
-	rec.parent = id32(c.ParentSpanID)
-	rec.durUs = micros(c.End.Sub(c.Start))
-	rec.tool = sh.names.id(truncate(c.Tool, maxToolName), nowNs)
-	rec.attempt = uint8(min(max(c.Attempt, 0), math.MaxUint8))
-	rec.setFPSource(c.FingerprintSource)
-	if c.CallID != "" {
-		rec.callID = uint32(xxhash.Sum64String(c.CallID)) | 1
-	}
-	if c.LowConfidence() {
-		rec.flags |= fLowConf
-	}
+	s.noteMeta(sh, c, meta)
 	if c.Failed {
-		rec.flags |= fFailed
-		class := truncate(c.ErrorClass, maxErrorClass)
-		if e.isRetryable(class) {
-			rec.flags |= fRetryable
-		}
-		// A failure's evidence is its class, plus the error text and the
-		// result when the caller normalized them (Normalizer.Failure): raw
-		// error texts carry request ids and times that would otherwise read
-		// as progress.
-		if c.FingerprintSource != FingerprintAttribute && c.FingerprintSource != FingerprintError {
-			rec.fp = failureDigest(class, 0)
-			rec.setFPSource(FingerprintError)
-		}
 		cloneIfChanged(&s.extras().errClass, class)
 		cloneIfChanged(&s.x.errText, truncate(c.ErrorText, maxShownError+len("…")))
 	}
-	if c.Terminal {
-		rec.flags |= fTerminal
-	}
-	switch s.dedup(&rec) {
+	switch outcome {
 	case dedupDrop:
 		e.stats.Duplicates.Add(1)
 		return out
@@ -197,6 +170,48 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 		e.stats.LeasesRejected.Add(1)
 	}
 	return e.evaluate(sh, s, nowNs, TriggerCall, c.SpanID, out)
+}
+
+// fillRecord writes c's history record into rec, all but the tool's id
+// (the shard's), and returns the failure's error class, bounded.
+func (e *Engine) fillRecord(rec *record, c *ToolCall) string {
+	// Field by field: a composite literal is built in a temporary and
+	// copied with wide loads right after its narrow stores, which stalled
+	// on store forwarding in the profile.
+	rec.start = c.Start.UnixNano()
+	rec.sig = c.Signature
+	rec.fp = c.Fingerprint
+	rec.spanID = c.SpanID
+	rec.parent = id32(c.ParentSpanID)
+	rec.durUs = micros(c.End.Sub(c.Start))
+	rec.attempt = uint8(min(max(c.Attempt, 0), math.MaxUint8))
+	rec.setFPSource(c.FingerprintSource)
+	if c.CallID != "" {
+		rec.callID = uint32(xxhash.Sum64String(c.CallID)) | 1
+	}
+	if c.LowConfidence() {
+		rec.flags |= fLowConf
+	}
+	if c.Terminal {
+		rec.flags |= fTerminal
+	}
+	if !c.Failed {
+		return ""
+	}
+	rec.flags |= fFailed
+	class := truncate(c.ErrorClass, maxErrorClass)
+	if e.isRetryable(class) {
+		rec.flags |= fRetryable
+	}
+	// A failure's evidence is its class, plus the error text and the
+	// result when the caller normalized them (Normalizer.Failure): raw
+	// error texts carry request ids and times that would otherwise read
+	// as progress.
+	if c.FingerprintSource != FingerprintAttribute && c.FingerprintSource != FingerprintError {
+		rec.fp = failureDigest(class, 0)
+		rec.setFPSource(FingerprintError)
+	}
+	return class
 }
 
 // Tick runs the timer-driven checks at now: idle expiry, wait lease expiry
@@ -247,7 +262,7 @@ func (e *Engine) Session(key string) (State, Reason, bool) {
 	sh := &e.shards[h%numShards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	s := sh.tab.find(key, h)
+	s, _ := sh.tab.find(key, h)
 	if s == nil {
 		return StateWorking, ReasonNone, false
 	}
@@ -268,17 +283,20 @@ func (e *Engine) shardOf(key string) uint64 {
 }
 
 // get is key's session (h is its hash), created when new, and marked seen
-// at now. Being seen writes one time into the session, whose line the
-// look-up has just read: there is no recency list to reorder.
-func (sh *shard) get(e *Engine, key string, h uint64, now int64) *session {
+// at now, with its history (hist, addressed from its position: see
+// sessionTable.history). Being seen writes one time into the session,
+// whose line the look-up has just read: there is no recency list to
+// reorder.
+func (sh *shard) get(e *Engine, key string, h uint64, now int64) (s *session, hist []record) {
 	t := &sh.tab
-	if s := t.find(key, h); s != nil {
-		s.lastSeen = now
-		t.oldestSeen = min(t.oldestSeen, now) // only when the caller's clock went back
-		return s
+	s, p := t.find(key, h)
+	if s == nil {
+		e.admit(sh, now)
+		s, p = t.add(key, h, now)
 	}
-	e.admit(sh, now)
-	return t.add(key, h, now)
+	s.lastSeen = now
+	t.oldestSeen = min(t.oldestSeen, now) // lower only when the caller's clock went back
+	return s, t.history(p, s)
 }
 
 // admit takes a slot for a new session of sh (whose lock the caller

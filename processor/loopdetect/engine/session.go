@@ -212,13 +212,13 @@ func cloneIfChanged(dst *string, src string) {
 
 // noteMeta keeps the call's trace ids and descriptive fields. The fields
 // (source, agent, client, target) rarely change within a session, so a
-// digest of them decides whether to look at the description at all: a
+// digest of them (m, metaDigest's) decides whether to look at the description at all: a
 // collision would only keep a session's previous description, which its
 // sender controls anyway.
-func (s *session) noteMeta(sh *shard, c *ToolCall) {
+func (s *session) noteMeta(sh *shard, c *ToolCall, m uint64) {
 	s.traceID = c.TraceID
 	s.lastParent = c.ParentSpanID
-	if m := metaDigest(c); m != s.meta {
+	if m != s.meta {
 		s.meta = m
 		s.desc = sh.describe(s.desc, c)
 	}
@@ -310,12 +310,14 @@ func (r *record) evidenceScore() int {
 // span with content often wraps an MCP tools/call span without it, and the
 // inner one usually arrives first. Spans sharing a call id merge only when
 // they overlap in time: some frameworks number calls per turn.
-func (s *session) dedup(c *record) dedupOutcome {
+//
+// h is s.hist as sessionTable.history gives it.
+func (s *session) dedup(h []record, c *record) dedupOutcome {
 	cID := id32(c.spanID)
-	// The call's fields in locals and the history in a local slice: the
-	// loop runs over every record on every call, and reloading them (c
-	// might alias a record) doubled its instructions.
-	h, span, callID, tool := s.hist, c.spanID, c.callID, c.tool
+	// The call's fields in locals: the loop runs over every record on
+	// every call, and reloading them (c might alias a record) doubled its
+	// instructions.
+	span, callID, tool := c.spanID, c.callID, c.tool
 	for i := range h {
 		r := &h[i]
 		if r.spanID == span {

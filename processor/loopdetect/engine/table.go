@@ -90,29 +90,42 @@ func (t *sessionTable) at(p uint32) *session {
 	return &t.chunks[p>>chunkBits].hot[p&chunkMask]
 }
 
-// find is the session with key (whose keyed hash is h), or nil.
-func (t *sessionTable) find(key string, h uint64) *session {
+// find is the session with key (whose keyed hash is h) and its slab
+// position, or nil.
+func (t *sessionTable) find(key string, h uint64) (*session, uint32) {
 	if len(t.index) == 0 {
-		return nil
+		return nil, 0
 	}
 	mask := uint32(len(t.index) - 1)
 	tag := uint32(h >> 32)
 	for i := tag & mask; ; i = (i + 1) & mask {
 		sl := t.index[i]
 		if sl.ref == 0 {
-			return nil
+			return nil, 0
 		}
 		if sl.tag == tag {
 			if s := t.at(sl.ref - 1); s.keyIs(key) {
-				return s
+				return s, sl.ref - 1
 			}
 		}
 	}
 }
 
-// add creates the session for key at now and returns it; the caller has
-// taken its slot under max_sessions (admit).
-func (t *sessionTable) add(key string, h uint64, now int64) *session {
+// history is s.hist, s being at slab position p, with its records
+// addressed from p when they live in the chunks: reading them then waits
+// for the index slot only, not also for s, whose line is fetched at the
+// same time.
+func (t *sessionTable) history(p uint32, s *session) []record {
+	if t.histCap == 0 {
+		return s.hist
+	}
+	off := int(p&chunkMask) * t.histCap
+	return t.recs[p>>chunkBits][off : off+len(s.hist)]
+}
+
+// add creates the session for key at now and returns it and its slab
+// position; the caller has taken its slot under max_sessions (admit).
+func (t *sessionTable) add(key string, h uint64, now int64) (*session, uint32) {
 	if (t.live+1)*4 > len(t.index)*3 {
 		t.grow()
 	}
@@ -132,12 +145,11 @@ func (t *sessionTable) add(key string, h uint64, now int64) *session {
 	s.desc = noDesc
 	s.pos = p
 	s.setKey(key)
-	s.lastSeen = now
 	if t.histCap > 0 {
 		off := int(p&chunkMask) * t.histCap
 		s.hist = t.recs[p>>chunkBits][off : off : off+t.histCap]
 	}
-	return s
+	return s, p
 }
 
 // alloc hands out a slab position, adding a chunk when none is free.

@@ -39,7 +39,7 @@ func (e *Engine) AddTokens(session string, tokens int64, now time.Time, out []Tr
 	// create a session (a chat-only agent must not fill max_sessions) nor
 	// count as activity. The tokens of the model calls before a session's
 	// first tool call are not counted; a loop's are.
-	s := sh.tab.find(key, h)
+	s, _ := sh.tab.find(key, h)
 	if s == nil {
 		return out
 	}
@@ -63,7 +63,8 @@ func (e *Engine) Tracks(session string) bool {
 	h := e.hashKey(key)
 	sh := &e.shards[h%numShards]
 	sh.mu.Lock()
-	ok := sh.tab.find(key, h) != nil
+	s, _ := sh.tab.find(key, h)
+	ok := s != nil
 	sh.mu.Unlock()
 	return ok
 }
