@@ -109,11 +109,13 @@ func (f *feeder) next() (sess, entry int, at time.Time) {
 func (f *feeder) observe(canon bool) {
 	s, e, at := f.next()
 	c := &f.call
-	key := f.keys[s]
+	var key string
 	if f.hexKeys {
 		id := benchdata.TraceID(s)
 		hex.Encode(f.keyBuf[:], id[:])
 		key = unsafe.String(&f.keyBuf[0], len(f.keyBuf))
+	} else {
+		key = f.keys[s]
 	}
 	*c = engine.ToolCall{Session: key, SessionSource: "trace_id", Tool: f.c.tools[e], Start: at, End: at.Add(100 * time.Millisecond)}
 	binary.BigEndian.PutUint64(c.SpanID[:], f.n)

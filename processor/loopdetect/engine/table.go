@@ -144,6 +144,7 @@ func (t *sessionTable) add(key string, h uint64, now int64) (*session, uint32) {
 	s := t.at(p)
 	s.desc = noDesc
 	s.pos = p
+	s.lastSeen = now
 	s.setKey(key)
 	if t.histCap > 0 {
 		off := int(p&chunkMask) * t.histCap
