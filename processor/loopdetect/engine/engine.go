@@ -253,6 +253,7 @@ func (e *Engine) tickShard(sh *shard, nowNs int64, out []Transition) []Transitio
 		}
 	})
 	sh.tab.oldestSeen = oldest
+	sh.tab.compact(e.sessionHash)
 	return out
 }
 
@@ -276,6 +277,9 @@ func (e *Engine) Session(key string) (State, Reason, bool) {
 func (e *Engine) hashKey(key string) uint64 {
 	return maphash.String(e.shardSeed, key)
 }
+
+// sessionHash is hashKey of s's key.
+func (e *Engine) sessionHash(s *session) uint64 { return s.hash(e.shardSeed) }
 
 // shardOf is the shard index of a session key.
 func (e *Engine) shardOf(key string) uint64 {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"math/bits"
 	"unsafe"
 )
 
@@ -187,12 +188,17 @@ func (t *sessionTable) addRecords() {
 	}
 }
 
-// grow doubles the index (16 slots at first) and re-places every entry by
-// its tag.
+// grow doubles the index (16 slots at first).
 func (t *sessionTable) grow() {
+	t.resize(max(16, 2*len(t.index)))
+}
+
+// resize makes the index n slots (a power of two) and re-places every
+// entry by its tag.
+func (t *sessionTable) resize(n int) {
 	old := t.index
-	t.index = make([]tableSlot, max(16, 2*len(old)))
-	mask := uint32(len(t.index) - 1)
+	t.index = make([]tableSlot, n)
+	mask := uint32(n - 1)
 	for _, sl := range old {
 		if sl.ref == 0 {
 			continue
@@ -203,6 +209,11 @@ func (t *sessionTable) grow() {
 		}
 		t.index[i] = sl
 	}
+}
+
+// nextPow2 is the least power of two ≥ n (n ≥ 1).
+func nextPow2(n int) int {
+	return 1 << bits.Len(uint(n-1))
 }
 
 // remove forgets the session at slab position p (h is its key's hash) and
@@ -233,7 +244,7 @@ func (t *sessionTable) remove(p uint32, h uint64) {
 
 // removeSession forgets s, which must be one of t's sessions.
 func (t *sessionTable) removeSession(e *Engine, s *session) {
-	t.remove(s.pos, s.hash(e.shardSeed))
+	t.remove(s.pos, e.sessionHash(s))
 }
 
 // each calls f with every live session and its slab position, in slab
@@ -304,4 +315,68 @@ func (t *sessionTable) newest(n int) (uint32, bool) {
 		}
 	}
 	return best, found
+}
+
+// compact moves the sessions of a table that has shrunk to under half its
+// slab into its lowest positions and releases the chunks (and the index)
+// left empty: a flood of sessions, once expired, must not hold its memory.
+// It runs from Tick, which visits every session anyway; hash is the keyed
+// hash of a session's key, to find a moved session's index slot.
+func (t *sessionTable) compact(hash func(*session) uint64) {
+	if t.live*2 >= int(t.next) || int(t.next)-t.live < chunkLen {
+		return
+	}
+	// Positions below lo hold sessions, those from hi on are free.
+	hi := t.next
+	for lo := uint32(0); lo < hi; lo++ {
+		if t.at(lo).desc != nil {
+			continue
+		}
+		for hi--; hi > lo && t.at(hi).desc == nil; hi-- {
+		}
+		if hi == lo {
+			break
+		}
+		t.move(hi, lo, hash)
+	}
+	t.next = uint32(t.live)
+	t.free = t.free[:0]
+	t.hand = 0
+	keep := (t.live + chunkLen - 1) / chunkLen
+	clear(t.chunks[keep:])
+	t.chunks = t.chunks[:keep]
+	if t.histCap > 0 {
+		clear(t.recs[keep:])
+		t.recs = t.recs[:keep]
+	}
+	if need := max(16, nextPow2(t.live*4/3+1)); need*4 <= len(t.index) {
+		t.resize(need)
+	}
+}
+
+// move puts the session at slab position from, with its history, at the
+// free position to, and points its index slot and the newest ring there.
+func (t *sessionTable) move(from, to uint32, hash func(*session) uint64) {
+	src, dst := t.at(from), t.at(to)
+	*dst = *src
+	*src = session{}
+	dst.pos = to
+	if t.histCap > 0 {
+		n := len(dst.hist)
+		off := int(to&chunkMask) * t.histCap
+		dst.hist = t.recs[to>>chunkBits][off : off+n : off+t.histCap]
+		src := int(from&chunkMask) * t.histCap // its records are still there
+		copy(dst.hist, t.recs[from>>chunkBits][src:src+n])
+	}
+	mask := uint32(len(t.index) - 1)
+	i := uint32(hash(dst)>>32) & mask
+	for t.index[i].ref != from+1 {
+		i = (i + 1) & mask
+	}
+	t.index[i].ref = to + 1
+	for k, r := range t.recent {
+		if r == from+1 {
+			t.recent[k] = to + 1
+		}
+	}
 }

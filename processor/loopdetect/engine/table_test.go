@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -298,9 +299,10 @@ func TestStaleSweepIsBounded(t *testing.T) {
 	}
 }
 
-// TestSessionTableAgainstAMap: random adds, look-ups and removals agree
-// with a map, with hashes narrowed so that many keys share a home slot
-// and the index's probe runs and backward-shift deletion are exercised.
+// TestSessionTableAgainstAMap: random adds, look-ups, removals and
+// compactions agree with a map, with hashes narrowed so that many keys
+// share a home slot and the index's probe runs and backward-shift deletion
+// are exercised.
 func TestSessionTableAgainstAMap(t *testing.T) {
 	for _, homes := range []uint64{1, 7, 1 << 20} {
 		t.Run(fmt.Sprint(homes), func(t *testing.T) {
@@ -309,7 +311,13 @@ func TestSessionTableAgainstAMap(t *testing.T) {
 			tab.init(4)
 			hash := func(k string) uint64 { return (uint64(len(k)*31+int(k[len(k)-1])) % homes) << 32 }
 			model := map[string]uint32{}
-			for range 20_000 {
+			hashOf := func(s *session) uint64 { return hash(s.keyString()) }
+			for step := range 20_000 {
+				if step%1000 == 999 {
+					tab.compact(hashOf)
+					model = map[string]uint32{}
+					tab.each(func(p uint32, s *session) { model[s.keyString()] = p })
+				}
 				k := fmt.Sprint(rng.IntN(600))
 				s, p := tab.find(k, hash(k))
 				want, ok := model[k]
@@ -386,5 +394,58 @@ func TestObserveAllocatesNothingInSteadyState(t *testing.T) {
 		out = e.Observe(c, c.End, out[:0])
 	}); allocs != 0 {
 		t.Fatalf("%v allocations per call", allocs)
+	}
+}
+
+// TestExpiredFloodReleasesItsChunks: once a flood of sessions has expired,
+// Tick moves the survivors down and releases the chunks and index the
+// flood took; the survivors go on exactly as in an engine that never saw
+// the flood.
+func TestExpiredFloodReleasesItsChunks(t *testing.T) {
+	idle := func(c *Config) { c.IdleTimeout = time.Minute }
+	e, ref := mustEngine(t, idle), mustEngine(t, idle)
+	f := &tableFeed{e: e, builders: map[string]*callBuilder{}}
+	r := &tableFeed{e: ref, builders: map[string]*callBuilder{}}
+	const flood, kept = 5000, 20
+	survivor := func(i int) bool { return i%(flood/kept) == 0 }
+	for i := range flood {
+		k, at := fmt.Sprintf("s-%d", i), time.Duration(i)*time.Millisecond
+		f.call(k, at)
+		if survivor(i) {
+			r.call(k, at)
+		}
+	}
+	// The survivors call on (identical calls: they get stuck) and the rest
+	// of the flood goes idle.
+	var trs, refTrs []Transition
+	step := func(at time.Duration) {
+		for i := range flood {
+			if k := fmt.Sprintf("s-%d", i); survivor(i) {
+				trs, refTrs = append(trs, f.call(k, at)...), append(refTrs, r.call(k, at)...)
+			}
+		}
+	}
+	for j := range 3 {
+		step(2*time.Minute + time.Duration(j)*time.Second)
+	}
+	tick := t0.Add(2*time.Minute + 30*time.Second)
+	trs, refTrs = append(trs, e.Tick(tick, nil)...), append(refTrs, ref.Tick(tick, nil)...)
+	if got := e.Stats().Sessions.Load(); got != kept {
+		t.Fatalf("%d sessions after expiry, want %d", got, kept)
+	}
+	for i := range e.shards {
+		tab := &e.shards[i].tab
+		if want := (tab.live + chunkLen - 1) / chunkLen; len(tab.chunks) != want || int(tab.next) != tab.live {
+			t.Fatalf("shard %d: %d chunks, %d positions for %d sessions", i, len(tab.chunks), tab.next, tab.live)
+		}
+		if len(tab.index) > 16 {
+			t.Fatalf("shard %d: index of %d slots for %d sessions", i, len(tab.index), tab.live)
+		}
+	}
+	for j := range 10 {
+		step(3*time.Minute + time.Duration(j)*time.Second)
+	}
+	if len(trs) == 0 || !reflect.DeepEqual(trs, refTrs) {
+		t.Fatalf("the survivors' %d transitions differ from the %d of an engine without the flood", len(trs), len(refTrs))
 	}
 }
