@@ -57,11 +57,11 @@ var base = time.Unix(1_750_000_000, 0)
 // scrambled order (so large session counts miss the CPU caches as they
 // would in production), each session's calls 1 s apart.
 type feeder struct {
-	eng   *engine.Engine
-	norm  *engine.Normalizer
-	c     *corpus
-	keys  []string
-	loop  bool // every call of a session is the same call with the same result
+	eng  *engine.Engine
+	norm *engine.Normalizer
+	c    *corpus
+	keys []string
+	loop bool // every call of a session is the same call with the same result
 	// hexKeys: each call's session key is written into keyBuf from the
 	// session's trace id, as the processor formats it, instead of read
 	// from keys: with a million keys, reading the benchmark's own copy
@@ -69,9 +69,9 @@ type feeder struct {
 	// processor's freshly formatted key does not.
 	hexKeys bool
 	keyBuf  [32]byte
-	n     uint64
-	call  engine.ToolCall
-	trans []engine.Transition
+	n       uint64
+	call    engine.ToolCall
+	trans   []engine.Transition
 	// precomputed digests per corpus entry (when canonicalization is not measured)
 	sigs, fps []engine.Digest
 }
@@ -149,11 +149,11 @@ func perCall(b *testing.B) {
 //   - canon=on:  both canonical digests (200-byte args, 500-byte result) and Observe
 //   - canon=off: Observe alone (digests precomputed)
 //   - canon=on/loop=stuck: every session repeats one call (stuck, killed once)
-//   - canon=off/sessions=N: Observe alone over N sessions, each with a full
-//     history: how much of a call is waiting on memory as the session table
-//     outgrows the caches (1,000 sessions fit in them, 1,000,000 do not).
-//     The session key is formatted per call from the trace id (hexKeys),
-//     so the misses measured are the engine's.
+//   - sessions=N: Observe alone (digests precomputed) over N sessions, each
+//     with a full history: how much of a call waits on memory as the
+//     session table outgrows the caches (1,000 sessions fit in them,
+//     1,000,000 do not). The session key is formatted per call from the
+//     trace id (hexKeys), so the misses measured are the engine's.
 func BenchmarkObserve(b *testing.B) {
 	cfg := engine.DefaultConfig()
 	for _, v := range []struct {
@@ -172,7 +172,7 @@ func BenchmarkObserve(b *testing.B) {
 		})
 	}
 	for _, n := range []int{1_000, 100_000, 1_000_000} {
-		b.Run(fmt.Sprintf("canon=off/sessions=%d", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
 			f := warmFeeder(b, cfg, n)
 			b.ReportAllocs()
 			b.ResetTimer()
