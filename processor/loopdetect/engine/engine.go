@@ -124,7 +124,6 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 	// check follows it at once.
 	var rec record
 	class := e.fillRecord(&rec, c)
-	meta := metaDigest(c)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	rec.tool = sh.names.id(truncate(c.Tool, maxToolName), nowNs)
@@ -133,7 +132,7 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 	if s.firstSeen == 0 {
 		s.firstSeen = nowNs
 	}
-	s.noteMeta(sh, c, meta)
+	s.noteMeta(sh, c)
 	if c.Failed {
 		cloneIfChanged(&s.extras().errClass, class)
 		cloneIfChanged(&s.x.errText, truncate(c.ErrorText, maxShownError+len("…")))

@@ -5,8 +5,6 @@ import (
 	"hash/maphash"
 	"strings"
 	"time"
-
-	"github.com/cespare/xxhash/v2"
 )
 
 // record is one call in a session's history: 48 bytes, digests only.
@@ -83,9 +81,6 @@ type session struct {
 	// firstSeen is the engine time of the first call: the backstop counts
 	// from it, so an agent's skewed span clock cannot trip it.
 	firstSeen int64
-	// meta digests the descriptive fields of the last call (noteMeta), so
-	// a call that repeats them reads nothing else.
-	meta uint64
 	// hist is ordered by start time; total counts every call after dedup,
 	// so hist[i] is call number total-len(hist)+i+1.
 	hist       []record
@@ -108,7 +103,7 @@ type session struct {
 
 // keyInline is how much of a session key the session holds itself: what
 // is left of its 256 bytes.
-const keyInline = 60
+const keyInline = 68
 
 // sessionDesc is how a session describes itself in its transitions: the
 // newest non-empty value of each field over its calls. Descriptions are
@@ -211,17 +206,24 @@ func cloneIfChanged(dst *string, src string) {
 }
 
 // noteMeta keeps the call's trace ids and descriptive fields. The fields
-// (source, agent, client, target) rarely change within a session, so a
-// digest of them (m, metaDigest's) decides whether to look at the description at all: a
-// collision would only keep a session's previous description, which its
-// sender controls anyway.
-func (s *session) noteMeta(sh *shard, c *ToolCall, m uint64) {
+// (source, agent, client, target) are compared with the session's shared
+// description, which the sessions of one agent have in common and so is
+// usually in cache, and a new description is made only when one changes.
+func (s *session) noteMeta(sh *shard, c *ToolCall) {
 	s.traceID = c.TraceID
 	s.lastParent = c.ParentSpanID
-	if m != s.meta {
-		s.meta = m
-		s.desc = sh.describe(s.desc, c)
+	d := s.desc
+	if changes(d.source, c.SessionSource) || changes(d.agent, c.Agent) || changes(d.client, c.Client) ||
+		changes(d.target.ServiceName, c.Target.ServiceName) || changes(d.target.ServiceInstanceID, c.Target.ServiceInstanceID) ||
+		changes(d.target.HostName, c.Target.HostName) || (c.Target.PID != 0 && c.Target.PID != d.target.PID) {
+		s.desc = sh.describe(d, c)
 	}
+}
+
+// changes reports whether noting src over kept changes it: an empty value
+// keeps the previous one, a long one is kept bounded.
+func changes(kept, src string) bool {
+	return src != "" && kept != truncate(src, maxKept)
 }
 
 // maxDescs bounds the descriptions a shard keeps for sharing.
@@ -264,20 +266,6 @@ func (sh *shard) describe(d *sessionDesc, c *ToolCall) *sessionDesc {
 	shared := &n
 	sh.descs[n] = shared
 	return shared
-}
-
-// metaDigest digests the fields noteMeta keeps; never 0, the digest of a
-// new session, so its first call is always noted.
-func metaDigest(c *ToolCall) uint64 {
-	h := uint64(c.Target.PID)
-	for _, f := range [...]string{c.SessionSource, c.Agent, c.Client, c.Target.ServiceName, c.Target.ServiceInstanceID, c.Target.HostName} {
-		// The length goes in too, so moving a boundary changes the digest.
-		h = mix(h ^ uint64(len(f)))
-		if f != "" {
-			h ^= xxhash.Sum64String(truncate(f, maxKept))
-		}
-	}
-	return h | 1
 }
 
 // dedupOutcome says what a call's arrival did to the history.
