@@ -24,7 +24,8 @@ type Engine struct {
 	killReasons [len(reasonNames)]bool
 	shards      [numShards]shard
 	stats       Stats
-	// shardSeed keys the shard function: with a per-process random key a
+	// shardSeed keys the session keys' hash (hashKey), which picks the
+	// shard and the slot in its index: with a per-process random key a
 	// sender cannot pick session keys that all land in one shard.
 	shardSeed maphash.Seed
 }
@@ -321,7 +322,8 @@ func (e *Engine) admit(sh *shard, now int64) {
 		}
 		// Our shard is empty and every other one is busy: their holders
 		// are not waiting on us (a holder with sessions evicts its own), so
-		// one is free again shortly.
+		// one is free again shortly. Or our shard's newest sessions are
+		// gone and the sweep met only free positions: the next goes on.
 		runtime.Gosched()
 	}
 }

@@ -7,18 +7,19 @@ import (
 )
 
 // sessionTable is one shard's sessions, laid out for the per-call path: a
-// call reads an index slot, then its session's hot part and history, whose
-// addresses both follow from the slot, and nothing else of the session.
+// call reads an index slot, then its session and its history, whose
+// addresses both follow from the slot, and nothing else of the session
+// (docs/design.md, The session table).
 //
 //   - index: open addressing with linear probing over 8-byte slots (a 32-bit
 //     tag of the key's keyed hash and the session's slab position), eight to
 //     a cache line, at most three quarters full. A hit is usually found in
 //     the first line read.
 //   - slab: sessions (256 bytes: four cache lines) in chunks of chunkLen
-//     that never move, so a position names a session for its whole life
-//     and a *session stays valid while the shard's lock is held; at the
-//     default history sizes, each chunk's histories are one block of
-//     records beside it, a session's found from its position.
+//     that never move. A session keeps its position, and a *session stays
+//     valid while the shard's lock is held, until Tick compacts the table
+//     (compact). At the default history sizes each chunk's histories are
+//     one block of records, a session's found from its position.
 //   - eviction: no list is kept in recency order, so a call moves nothing.
 //     A clock hand sweeps the slab for a stale session when one is needed
 //     (bounded per sweep); the newest sessions are remembered in a ring as
