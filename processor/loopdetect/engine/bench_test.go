@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/benchdata"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
@@ -56,14 +57,21 @@ var base = time.Unix(1_750_000_000, 0)
 // scrambled order (so large session counts miss the CPU caches as they
 // would in production), each session's calls 1 s apart.
 type feeder struct {
-	eng   *engine.Engine
-	norm  *engine.Normalizer
-	c     *corpus
-	keys  []string
-	loop  bool // every call of a session is the same call with the same result
-	n     uint64
-	call  engine.ToolCall
-	trans []engine.Transition
+	eng  *engine.Engine
+	norm *engine.Normalizer
+	c    *corpus
+	keys []string
+	loop bool // every call of a session is the same call with the same result
+	// hexKeys: each call's session key is written into keyBuf from the
+	// session's trace id, as the processor formats it, instead of read
+	// from keys: with a million keys, reading the benchmark's own copy
+	// missed the caches twice a call (the slice, the string), which the
+	// processor's freshly formatted key does not.
+	hexKeys bool
+	keyBuf  [32]byte
+	n       uint64
+	call    engine.ToolCall
+	trans   []engine.Transition
 	// precomputed digests per corpus entry (when canonicalization is not measured)
 	sigs, fps []engine.Digest
 }
@@ -101,7 +109,15 @@ func (f *feeder) next() (sess, entry int, at time.Time) {
 func (f *feeder) observe(canon bool) {
 	s, e, at := f.next()
 	c := &f.call
-	*c = engine.ToolCall{Session: f.keys[s], SessionSource: "trace_id", Tool: f.c.tools[e], Start: at, End: at.Add(100 * time.Millisecond)}
+	var key string
+	if f.hexKeys {
+		id := benchdata.TraceID(s)
+		hex.Encode(f.keyBuf[:], id[:])
+		key = unsafe.String(&f.keyBuf[0], len(f.keyBuf))
+	} else {
+		key = f.keys[s]
+	}
+	*c = engine.ToolCall{Session: key, SessionSource: "trace_id", Tool: f.c.tools[e], Start: at, End: at.Add(100 * time.Millisecond)}
 	binary.BigEndian.PutUint64(c.SpanID[:], f.n)
 	c.FingerprintSource = engine.FingerprintResult
 	if canon {
@@ -133,6 +149,11 @@ func perCall(b *testing.B) {
 //   - canon=on:  both canonical digests (200-byte args, 500-byte result) and Observe
 //   - canon=off: Observe alone (digests precomputed)
 //   - canon=on/loop=stuck: every session repeats one call (stuck, killed once)
+//   - sessions=N: Observe alone (digests precomputed) over N sessions, each
+//     with a full history: how much of a call waits on memory as the
+//     session table outgrows the caches (1,000 sessions fit in them,
+//     1,000,000 do not). The session key is formatted per call from the
+//     trace id (hexKeys), so the misses measured are the engine's.
 func BenchmarkObserve(b *testing.B) {
 	cfg := engine.DefaultConfig()
 	for _, v := range []struct {
@@ -150,6 +171,41 @@ func BenchmarkObserve(b *testing.B) {
 			perCall(b)
 		})
 	}
+	for _, n := range []int{1_000, 100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
+			f := warmFeeder(b, cfg, n)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				f.observe(false)
+			}
+			perCall(b)
+		})
+	}
+}
+
+// warmed keeps the last warmFeeder's engine: a million sessions with full
+// histories take tens of seconds to build, and the benchmark function runs
+// once per b.N it tries. The engine's calls simply go on where they were.
+var warmed struct {
+	sessions int
+	f        *feeder
+}
+
+// warmFeeder returns a feeder over n sessions, each with a full history,
+// reusing the previous one when it has the same number of sessions (only
+// one is kept, so the memory of the last size is freed).
+func warmFeeder(b *testing.B, cfg engine.Config, n int) *feeder {
+	if warmed.f == nil || warmed.sessions != n {
+		warmed.f = nil
+		runtime.GC()
+		f := newFeeder(b, cfg, n, false)
+		f.hexKeys = true
+		f.warm(cfg)
+		warmed.sessions, warmed.f = n, f
+		runtime.GC() // the warm-up's garbage is not the measured calls' business
+	}
+	return warmed.f
 }
 
 var sinkDigest engine.Digest

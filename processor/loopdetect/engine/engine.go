@@ -24,7 +24,8 @@ type Engine struct {
 	killReasons [len(reasonNames)]bool
 	shards      [numShards]shard
 	stats       Stats
-	// shardSeed keys the shard function: with a per-process random key a
+	// shardSeed keys the session keys' hash (hashKey), which picks the
+	// shard and the slot in its index: with a per-process random key a
 	// sender cannot pick session keys that all land in one shard.
 	shardSeed maphash.Seed
 }
@@ -48,11 +49,12 @@ type Stats struct {
 }
 
 type shard struct {
-	mu       sync.Mutex
-	sessions map[string]*session
-	// LRU list: head is the most recently seen session.
-	head, tail *session
-	names      internTable
+	mu    sync.Mutex
+	tab   sessionTable
+	names internTable
+	// descs holds one copy of each description the shard's sessions
+	// share (describe).
+	descs map[sessionDesc]*sessionDesc
 	// win is the evaluation window of the session being evaluated (one
 	// at a time, under mu), reused so evaluating allocates nothing.
 	win window
@@ -81,7 +83,7 @@ func New(cfg Config) (*Engine, error) {
 		nameAge = defaultNameAge
 	}
 	for i := range e.shards {
-		e.shards[i].sessions = make(map[string]*session)
+		e.shards[i].tab.init(cfg.HistorySize)
 		e.shards[i].names.init(maxInternedTotal/numShards, int64(nameAge))
 	}
 	return e, nil
@@ -114,60 +116,29 @@ func (e *Engine) isRetryable(class string) bool {
 // Observe feeds one tool call at time now and appends the resulting
 // transitions (usually none) to out.
 func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transition {
-	key := c.Session
-	if len(key) > maxKept {
-		key = "sha:" + strconv.FormatUint(xxhash.Sum64String(key), 16) // bounded map keys
-	}
-	sh := &e.shards[e.shardOf(key)]
+	key := tokenKey(c.Session)
+	h := e.hashKey(key)
+	sh := &e.shards[h%numShards]
+	nowNs := now.UnixNano()
+	// What the call says is read before the session is found: the
+	// session's look-up misses the caches at scale, and then the history
+	// check follows it at once.
+	var rec record
+	class := e.fillRecord(&rec, c)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	nowNs := now.UnixNano()
-	s := sh.get(e, key, nowNs)
-	s.lastSeen = nowNs
+	rec.tool = sh.names.id(truncate(c.Tool, maxToolName), nowNs)
+	s, hist := sh.get(e, key, h, nowNs)
+	outcome := s.dedup(hist, &rec)
 	if s.firstSeen == 0 {
 		s.firstSeen = nowNs
 	}
-	s.noteMeta(c)
-	// Field by field: a composite literal is built in a temporary and
-	// copied with wide loads right after its narrow stores, which stalled
-	// on store forwarding in the profile.
-	var rec record
-	rec.start = c.Start.UnixNano()
-	rec.sig = c.Signature
-	rec.fp = c.Fingerprint
-	rec.spanID = c.SpanID
-	rec.parent = id32(c.ParentSpanID)
-	rec.durUs = micros(c.End.Sub(c.Start))
-	rec.tool = sh.names.id(truncate(c.Tool, maxToolName), nowNs)
-	rec.attempt = uint8(min(max(c.Attempt, 0), math.MaxUint8))
-	rec.setFPSource(c.FingerprintSource)
-	if c.CallID != "" {
-		rec.callID = uint32(xxhash.Sum64String(c.CallID)) | 1
-	}
-	if c.LowConfidence() {
-		rec.flags |= fLowConf
-	}
+	s.noteMeta(sh, c)
 	if c.Failed {
-		rec.flags |= fFailed
-		class := truncate(c.ErrorClass, maxErrorClass)
-		if e.isRetryable(class) {
-			rec.flags |= fRetryable
-		}
-		// A failure's evidence is its class, plus the error text and the
-		// result when the caller normalized them (Normalizer.Failure): raw
-		// error texts carry request ids and times that would otherwise read
-		// as progress.
-		if c.FingerprintSource != FingerprintAttribute && c.FingerprintSource != FingerprintError {
-			rec.fp = failureDigest(class, 0)
-			rec.setFPSource(FingerprintError)
-		}
 		cloneIfChanged(&s.extras().errClass, class)
 		cloneIfChanged(&s.x.errText, truncate(c.ErrorText, maxShownError+len("…")))
 	}
-	if c.Terminal {
-		rec.flags |= fTerminal
-	}
-	switch s.dedup(&rec) {
+	switch outcome {
 	case dedupDrop:
 		e.stats.Duplicates.Add(1)
 		return out
@@ -201,6 +172,48 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 	return e.evaluate(sh, s, nowNs, TriggerCall, c.SpanID, out)
 }
 
+// fillRecord writes c's history record into rec, all but the tool's id
+// (the shard's), and returns the failure's error class, bounded.
+func (e *Engine) fillRecord(rec *record, c *ToolCall) string {
+	// Field by field: a composite literal is built in a temporary and
+	// copied with wide loads right after its narrow stores, which stalled
+	// on store forwarding in the profile.
+	rec.start = c.Start.UnixNano()
+	rec.sig = c.Signature
+	rec.fp = c.Fingerprint
+	rec.spanID = c.SpanID
+	rec.parent = id32(c.ParentSpanID)
+	rec.durUs = micros(c.End.Sub(c.Start))
+	rec.attempt = uint8(min(max(c.Attempt, 0), math.MaxUint8))
+	rec.setFPSource(c.FingerprintSource)
+	if c.CallID != "" {
+		rec.callID = uint32(xxhash.Sum64String(c.CallID)) | 1
+	}
+	if c.LowConfidence() {
+		rec.flags |= fLowConf
+	}
+	if c.Terminal {
+		rec.flags |= fTerminal
+	}
+	if !c.Failed {
+		return ""
+	}
+	rec.flags |= fFailed
+	class := truncate(c.ErrorClass, maxErrorClass)
+	if e.isRetryable(class) {
+		rec.flags |= fRetryable
+	}
+	// A failure's evidence is its class, plus the error text and the
+	// result when the caller normalized them (Normalizer.Failure): raw
+	// error texts carry request ids and times that would otherwise read
+	// as progress.
+	if c.FingerprintSource != FingerprintAttribute && c.FingerprintSource != FingerprintError {
+		rec.fp = failureDigest(class, 0)
+		rec.setFPSource(FingerprintError)
+	}
+	return class
+}
+
 // Tick runs the timer-driven checks at now: idle expiry, wait lease expiry
 // and the backstop. It appends the resulting transitions to out.
 func (e *Engine) Tick(now time.Time, out []Transition) []Transition {
@@ -208,62 +221,86 @@ func (e *Engine) Tick(now time.Time, out []Transition) []Transition {
 	for i := range e.shards {
 		sh := &e.shards[i]
 		sh.mu.Lock()
-		if e.cfg.IdleTimeout > 0 {
-			limit := nowNs - int64(e.cfg.IdleTimeout)
-			// A session waiting on a lease is kept until the lease's expiry
-			// has been judged, however long the wait.
-			for spared := 0; sh.tail != nil && sh.tail.lastSeen < limit && spared < len(sh.sessions); {
-				if s := sh.tail; s.leaseValid(nowNs) || (s.state == StateWaiting && s.x != nil && s.x.lease.active) {
-					sh.moveToFront(s)
-					spared++
-					continue
-				}
-				sh.remove(sh.tail)
-				e.stats.Expired.Add(1)
-				e.stats.Sessions.Add(-1)
-			}
-		}
-		for _, s := range sh.sessions {
-			leaseEnded := s.state == StateWaiting && !s.leaseValid(nowNs)
-			backstop := e.cfg.Backstop > 0 && s.firstSeen > 0 && nowNs-s.firstSeen >= int64(e.cfg.Backstop) && (s.x == nil || !s.x.loop.backstop)
-			if leaseEnded || backstop {
-				out = e.evaluate(sh, s, nowNs, TriggerTick, [8]byte{}, out)
-			}
-		}
+		out = e.tickShard(sh, nowNs, out)
 		sh.mu.Unlock()
 	}
 	return out
 }
 
+// tickShard expires sh's idle sessions and runs the timer checks of the
+// others, in one pass over its slab; it leaves the table's oldestSeen
+// exact.
+func (e *Engine) tickShard(sh *shard, nowNs int64, out []Transition) []Transition {
+	limit := int64(math.MinInt64)
+	if e.cfg.IdleTimeout > 0 {
+		limit = nowNs - int64(e.cfg.IdleTimeout)
+	}
+	oldest := int64(math.MaxInt64)
+	sh.tab.each(func(_ uint32, s *session) {
+		// A session waiting on a lease is kept until the lease's expiry
+		// has been judged, however long the wait.
+		if s.lastSeen < limit && !s.leaseValid(nowNs) && (s.state != StateWaiting || s.x == nil || !s.x.lease.active) {
+			sh.tab.removeSession(e, s)
+			e.stats.Expired.Add(1)
+			e.stats.Sessions.Add(-1)
+			return
+		}
+		oldest = min(oldest, s.lastSeen)
+		leaseEnded := s.state == StateWaiting && !s.leaseValid(nowNs)
+		backstop := e.cfg.Backstop > 0 && s.firstSeen > 0 && nowNs-s.firstSeen >= int64(e.cfg.Backstop) && (s.x == nil || !s.x.loop.backstop)
+		if leaseEnded || backstop {
+			out = e.evaluate(sh, s, nowNs, TriggerTick, [8]byte{}, out)
+		}
+	})
+	sh.tab.oldestSeen = oldest
+	sh.tab.compact(e.sessionHash)
+	return out
+}
+
 // Session reports a tracked session's state, for tests and diagnostics.
 func (e *Engine) Session(key string) (State, Reason, bool) {
-	sh := &e.shards[e.shardOf(key)]
+	h := e.hashKey(key)
+	sh := &e.shards[h%numShards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	s, ok := sh.sessions[key]
-	if !ok {
+	s, _ := sh.tab.find(key, h)
+	if s == nil {
 		return StateWorking, ReasonNone, false
 	}
 	return s.state, s.reason, true
 }
 
-// shardOf is the shard index of a session key under the engine's keyed
-// hash.
-func (e *Engine) shardOf(key string) uint64 {
-	return maphash.String(e.shardSeed, key) % numShards
+// hashKey is a session key's keyed hash: its remainder by numShards picks
+// the shard, its high half the slot in the shard's table. With a
+// per-process random key a sender cannot pick session keys that all land
+// in one shard, or in one run of a shard's index.
+func (e *Engine) hashKey(key string) uint64 {
+	return maphash.String(e.shardSeed, key)
 }
 
-func (sh *shard) get(e *Engine, key string, now int64) *session {
-	if s, ok := sh.sessions[key]; ok {
-		sh.moveToFront(s)
-		return s
+// sessionHash is hashKey of s's key.
+func (e *Engine) sessionHash(s *session) uint64 { return s.hash(e.shardSeed) }
+
+// shardOf is the shard index of a session key.
+func (e *Engine) shardOf(key string) uint64 {
+	return e.hashKey(key) % numShards
+}
+
+// get is key's session (h is its hash), created when new, and marked seen
+// at now, with its history (hist, addressed from its position: see
+// sessionTable.history). Being seen writes one time into the session,
+// whose line the look-up has just read: there is no recency list to
+// reorder.
+func (sh *shard) get(e *Engine, key string, h uint64, now int64) (s *session, hist []record) {
+	t := &sh.tab
+	s, p := t.find(key, h)
+	if s == nil {
+		e.admit(sh, now)
+		s, p = t.add(key, h, now)
 	}
-	e.admit(sh, now)
-	// keyHash names the session's events only: hashed once, on creation.
-	s := &session{key: strings.Clone(key), keyHash: xxhash.Sum64String(key)}
-	sh.sessions[s.key] = s
-	sh.pushFront(s)
-	return s
+	s.lastSeen = now
+	t.oldestSeen = min(t.oldestSeen, now) // lower only when the caller's clock went back
+	return s, t.history(p, s)
 }
 
 // admit takes a slot for a new session of sh (whose lock the caller
@@ -285,22 +322,22 @@ func (e *Engine) admit(sh *shard, now int64) {
 		}
 		// Our shard is empty and every other one is busy: their holders
 		// are not waiting on us (a holder with sessions evicts its own), so
-		// one is free again shortly.
+		// one is free again shortly. Or our shard's newest sessions are
+		// gone and the sweep met only free positions: the next goes on.
 		runtime.Gosched()
 	}
 }
 
 // evictOne makes room at the global bound. A stale session (no call for
-// staleAfter) goes first: sh's least recently seen, else another shard's
-// whose lock is free at once (never waiting, so shard locks cannot
-// deadlock). With none stale, sh gives up its newest session (evictee),
-// or, when sh is empty, another free shard does. It reports false when it
-// found no session to evict.
+// staleAfter) goes first: one of sh's, else one of another shard's whose
+// lock is free at once (never waiting, so shard locks cannot deadlock),
+// each found by a bounded sweep of the clock hand. With none found, sh
+// gives up its newest session (evictee), or, when sh has none, another
+// free shard does. It reports false when it found no session to evict.
 func (e *Engine) evictOne(sh *shard, now int64) bool {
 	stale := e.staleAfter()
-	if t := sh.tail; t != nil && now-t.lastSeen >= stale {
-		sh.remove(t)
-		e.stats.Evicted.Add(1)
+	if p, ok := sh.tab.staleVictim(now, stale, sweepLen); ok {
+		e.evict(sh, p)
 		return true
 	}
 	var other *shard
@@ -309,36 +346,44 @@ func (e *Engine) evictOne(sh *shard, now int64) bool {
 		if o == sh || !o.mu.TryLock() {
 			continue
 		}
-		if t := o.tail; t != nil && now-t.lastSeen >= stale {
-			o.remove(t)
+		if p, ok := o.tab.staleVictim(now, stale, sweepOtherLen); ok {
+			e.evict(o, p)
 			o.mu.Unlock()
 			if other != nil {
 				other.mu.Unlock()
 			}
-			e.stats.Evicted.Add(1)
 			return true
 		}
-		if other == nil && sh.tail == nil && o.tail != nil {
+		if other == nil && sh.tab.live == 0 && o.tab.live > 0 {
 			other = o // kept locked: the fallback when sh is empty
 			continue
 		}
 		o.mu.Unlock()
 	}
 	victim := sh
-	if sh.tail == nil {
+	if sh.tab.live == 0 {
 		if other == nil {
 			return false
 		}
 		victim = other
 		defer other.mu.Unlock()
 	}
-	victim.remove(victim.evictee())
-	e.stats.Evicted.Add(1)
-	return true
+	p, ok := victim.tab.evictee()
+	if ok {
+		e.evict(victim, p)
+	}
+	return ok
 }
 
-// evictWindow is how many of a shard's most recently seen sessions
-// eviction chooses among when none is stale.
+// evict removes the session at slab position p of sh, whose lock the
+// caller holds, to make room for a new one.
+func (e *Engine) evict(sh *shard, p uint32) {
+	sh.tab.removeSession(e, sh.tab.at(p))
+	e.stats.Evicted.Add(1)
+}
+
+// evictWindow is how many of a shard's newest sessions it remembers for
+// eviction.
 const evictWindow = 16
 
 // maxStaleAfter is the longest a session may go without a call and still
@@ -353,61 +398,15 @@ func (e *Engine) staleAfter() int64 {
 	return int64(d)
 }
 
-// evictee is the session a shard gives up at the bound when no session
-// anywhere is stale: the most recently created of its evictWindow most
-// recently seen sessions. So sessions never displace older ones that are
-// still calling: a flood of fresh sessions, however large, evicts its own
-// newest members, and an agent's session that predates the flood and calls
-// at least every staleAfter keeps its history (and its loop is still
-// caught). Only a session created after the flood began can be lost to it.
-func (sh *shard) evictee() *session {
-	best := sh.head
-	n := 0
-	for s := sh.head; s != nil && n < evictWindow; s = s.next {
-		n++
-		if s.firstSeen > best.firstSeen {
-			best = s
-		}
-	}
-	return best
-}
-
-func (sh *shard) pushFront(s *session) {
-	s.prev, s.next = nil, sh.head
-	if sh.head != nil {
-		sh.head.prev = s
-	}
-	sh.head = s
-	if sh.tail == nil {
-		sh.tail = s
-	}
-}
-
-func (sh *shard) unlink(s *session) {
-	if s.prev != nil {
-		s.prev.next = s.next
-	} else {
-		sh.head = s.next
-	}
-	if s.next != nil {
-		s.next.prev = s.prev
-	} else {
-		sh.tail = s.prev
-	}
-	s.prev, s.next = nil, nil
-}
-
-func (sh *shard) moveToFront(s *session) {
-	if sh.head == s {
-		return
-	}
-	sh.unlink(s)
-	sh.pushFront(s)
-}
-
-func (sh *shard) remove(s *session) {
-	sh.unlink(s)
-	delete(sh.sessions, s.key)
+// evictee is the session a shard gives up at the bound when no stale
+// session was found: its most recently created one. So sessions never
+// displace older ones that are still calling: a flood of fresh sessions,
+// however large, evicts its own newest members, and an agent's session
+// that predates the flood and calls at least every staleAfter keeps its
+// history (and its loop is still caught). Only a session created after
+// the flood began can be lost to it.
+func (t *sessionTable) evictee() (uint32, bool) {
+	return t.newest(sweepLen)
 }
 
 // internTable gives tool names and error classes small ids, so history

@@ -321,13 +321,7 @@ func TestHistoryStaysBoundedOverALongLoop(t *testing.T) {
 			}
 		}
 	}
-	sh := &e.shards[0]
-	for i := range e.shards {
-		if len(e.shards[i].sessions) > 0 {
-			sh = &e.shards[i]
-		}
-	}
-	for _, s := range sh.sessions {
+	for _, s := range e.sessions() {
 		if len(s.hist) > e.cfg.HistorySize || cap(s.hist) > e.cfg.HistorySize {
 			t.Fatalf("history grew to %d (cap %d)", len(s.hist), cap(s.hist))
 		}
@@ -548,15 +542,15 @@ func TestHostileStringsAreBounded(t *testing.T) {
 	c.Target = Target{ServiceName: long, ServiceInstanceID: long, HostName: long}
 	c.Lease = Lease{Owner: long, Deadline: t0.Add(time.Hour), Reason: long}
 	observeAll(e, []*ToolCall{c})
+	for _, s := range e.sessions() {
+		if len(s.keyString()) > maxKept || len(s.desc.agent) > maxKept || len(s.desc.target.ServiceName) > maxKept || len(s.x.lease.owner) > maxKept || len(s.x.errClass) > maxKept {
+			t.Fatal("a session kept an unbounded string")
+		}
+	}
 	for i := range e.shards {
-		for k, s := range e.shards[i].sessions {
-			if len(k) > maxKept || len(s.agent) > maxKept || len(s.target.ServiceName) > maxKept || len(s.x.lease.owner) > maxKept || len(s.x.errClass) > maxKept {
-				t.Fatal("a session kept an unbounded string")
-			}
-			for _, n := range e.shards[i].names.names {
-				if len(n) > maxToolName {
-					t.Fatal("an interned name is unbounded")
-				}
+		for _, n := range e.shards[i].names.names {
+			if len(n) > maxToolName {
+				t.Fatal("an interned name is unbounded")
 			}
 		}
 	}

@@ -105,10 +105,7 @@ func TestSessionsNeverPassTheBound(t *testing.T) {
 	if peak > max {
 		t.Fatalf("the sessions count reached %d, max_sessions %d", peak, max)
 	}
-	tracked := 0
-	for i := range e.shards {
-		tracked += len(e.shards[i].sessions)
-	}
+	tracked := len(e.sessions())
 	if int64(tracked) != e.Stats().Sessions.Load() {
 		t.Fatalf("count %d, sessions in the table %d", e.Stats().Sessions.Load(), tracked)
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"time"
 )
@@ -63,33 +64,99 @@ func id32(id [8]byte) uint32 {
 	return uint32(mix(x)) | 1
 }
 
+// session is a tracked session: what a call reads and writes, in 256
+// bytes (four cache lines; its position in a chunk is aligned to them).
+// What only some sessions need (sessionExtras, tokenState, a long key) and
+// the description transitions carry (sessionDesc, shared by the sessions
+// that describe themselves alike) are behind pointers.
 type session struct {
-	key        string
-	keyHash    uint64
-	prev, next *session
+	keyLen uint16
+	state  State
+	reason Reason
+	// keyHead holds the key, or its first keyInline bytes when longer
+	// (the whole key is then in long): most keys (trace ids, UUIDs) are
+	// compared here, on the line the look-up reads anyway.
+	keyHead  [keyInline]byte
+	lastSeen int64
+	// firstSeen is the engine time of the first call: the backstop counts
+	// from it, so an agent's skewed span clock cannot trip it.
+	firstSeen int64
 	// hist is ordered by start time; total counts every call after dedup,
 	// so hist[i] is call number total-len(hist)+i+1.
 	hist       []record
 	total      int64
 	firstStart int64
-	// firstSeen is the engine time of the first call: the backstop counts
-	// from it, so an agent's skewed span clock cannot trip it.
-	firstSeen  int64
-	lastSeen   int64
-	traceID    [16]byte
-	lastParent [8]byte
-	state      State
-	reason     Reason
-	seq        int64
 	// x holds what only some sessions need (a loop, a lease, failures),
 	// allocated on first use to keep a working session small.
-	x      *sessionExtras
-	tok    *tokenState
+	x          *sessionExtras
+	tok        *tokenState
+	cycles     cycleTracker
+	traceID    [16]byte
+	lastParent [8]byte
+	// pos is the session's slab position in its shard's table.
+	pos  uint32
+	seq  int64
+	desc *sessionDesc
+	// long is the whole key when it is longer than keyInline.
+	long *string
+}
+
+// keyInline is how much of a session key the session holds itself: what
+// is left of its 256 bytes.
+const keyInline = 68
+
+// sessionDesc is how a session describes itself in its transitions: the
+// newest non-empty value of each field over its calls. Descriptions are
+// immutable and shared: the sessions of one agent process usually have
+// the same one, so each costs a session a pointer (keepDesc).
+type sessionDesc struct {
 	source string
 	agent  string
 	client string
 	target Target
-	cycles cycleTracker
+}
+
+// noDesc describes a session before its first call is noted; it also
+// marks a table position as in use.
+var noDesc = &sessionDesc{}
+
+// setKey stores key, which is at most maxKept bytes (Observe bounds it).
+func (s *session) setKey(key string) {
+	s.keyLen = uint16(len(key))
+	copy(s.keyHead[:], key)
+	if len(key) > keyInline {
+		long := strings.Clone(key)
+		s.long = &long
+	}
+}
+
+// keyIs reports whether s is key's session.
+func (s *session) keyIs(key string) bool {
+	if len(key) != int(s.keyLen) {
+		return false
+	}
+	if len(key) <= keyInline {
+		return string(s.keyHead[:len(key)]) == key
+	}
+	return *s.long == key
+}
+
+// keyString is the session key (a new string when it is held inline:
+// transitions are rare, and a string per session would cost an allocation
+// and 48 bytes more on each).
+func (s *session) keyString() string {
+	if s.long != nil {
+		return *s.long
+	}
+	return string(s.keyHead[:s.keyLen])
+}
+
+// hash is the key's keyed hash under seed, as Engine.hashKey gives it.
+func (s *session) hash(seed maphash.Seed) uint64 {
+	if s.long != nil {
+		return maphash.String(seed, *s.long)
+	}
+	return maphash.Bytes(seed, s.keyHead[:s.keyLen])
 }
 
 type sessionExtras struct {
@@ -138,18 +205,67 @@ func cloneIfChanged(dst *string, src string) {
 	}
 }
 
-func (s *session) noteMeta(c *ToolCall) {
+// noteMeta keeps the call's trace ids and descriptive fields. The fields
+// (source, agent, client, target) are compared with the session's shared
+// description, which the sessions of one agent have in common and so is
+// usually in cache, and a new description is made only when one changes.
+func (s *session) noteMeta(sh *shard, c *ToolCall) {
 	s.traceID = c.TraceID
 	s.lastParent = c.ParentSpanID
-	cloneIfChanged(&s.source, c.SessionSource)
-	cloneIfChanged(&s.agent, c.Agent)
-	cloneIfChanged(&s.client, c.Client)
-	cloneIfChanged(&s.target.ServiceName, c.Target.ServiceName)
-	cloneIfChanged(&s.target.ServiceInstanceID, c.Target.ServiceInstanceID)
-	cloneIfChanged(&s.target.HostName, c.Target.HostName)
-	if c.Target.PID != 0 {
-		s.target.PID = c.Target.PID
+	d := s.desc
+	if changes(d.source, c.SessionSource) || changes(d.agent, c.Agent) || changes(d.client, c.Client) ||
+		changes(d.target.ServiceName, c.Target.ServiceName) || changes(d.target.ServiceInstanceID, c.Target.ServiceInstanceID) ||
+		changes(d.target.HostName, c.Target.HostName) || (c.Target.PID != 0 && c.Target.PID != d.target.PID) {
+		s.desc = sh.describe(d, c)
 	}
+}
+
+// changes reports whether noting src over kept changes it: an empty value
+// keeps the previous one, a long one is kept bounded.
+func changes(kept, src string) bool {
+	return src != "" && kept != truncate(src, maxKept)
+}
+
+// maxDescs bounds the descriptions a shard keeps for sharing.
+const maxDescs = 1024
+
+// describe is d updated with c's non-empty descriptive fields (bounded),
+// d itself when they change nothing, else the shard's copy of the result,
+// made when new. The shard's table of copies is dropped whole when full:
+// the sessions keep theirs.
+func (sh *shard) describe(d *sessionDesc, c *ToolCall) *sessionDesc {
+	n := *d
+	keep := func(dst *string, src string) {
+		if src = truncate(src, maxKept); src != "" {
+			*dst = src
+		}
+	}
+	keep(&n.source, c.SessionSource)
+	keep(&n.agent, c.Agent)
+	keep(&n.client, c.Client)
+	keep(&n.target.ServiceName, c.Target.ServiceName)
+	keep(&n.target.ServiceInstanceID, c.Target.ServiceInstanceID)
+	keep(&n.target.HostName, c.Target.HostName)
+	if c.Target.PID != 0 {
+		n.target.PID = c.Target.PID
+	}
+	if n == *d {
+		return d
+	}
+	if shared, ok := sh.descs[n]; ok {
+		return shared
+	}
+	if len(sh.descs) >= maxDescs || sh.descs == nil {
+		sh.descs = make(map[sessionDesc]*sessionDesc)
+	}
+	// The strings may alias the caller's memory: the copy owns its own.
+	n.source, n.agent, n.client = strings.Clone(n.source), strings.Clone(n.agent), strings.Clone(n.client)
+	n.target.ServiceName = strings.Clone(n.target.ServiceName)
+	n.target.ServiceInstanceID = strings.Clone(n.target.ServiceInstanceID)
+	n.target.HostName = strings.Clone(n.target.HostName)
+	shared := &n
+	sh.descs[n] = shared
+	return shared
 }
 
 // dedupOutcome says what a call's arrival did to the history.
@@ -182,12 +298,14 @@ func (r *record) evidenceScore() int {
 // span with content often wraps an MCP tools/call span without it, and the
 // inner one usually arrives first. Spans sharing a call id merge only when
 // they overlap in time: some frameworks number calls per turn.
-func (s *session) dedup(c *record) dedupOutcome {
+//
+// h is s.hist as sessionTable.history gives it.
+func (s *session) dedup(h []record, c *record) dedupOutcome {
 	cID := id32(c.spanID)
-	// The call's fields in locals and the history in a local slice: the
-	// loop runs over every record on every call, and reloading them (c
-	// might alias a record) doubled its instructions.
-	h, span, callID, tool := s.hist, c.spanID, c.callID, c.tool
+	// The call's fields in locals: the loop runs over every record on
+	// every call, and reloading them (c might alias a record) doubled its
+	// instructions.
+	span, callID, tool := c.spanID, c.callID, c.tool
 	for i := range h {
 		r := &h[i]
 		if r.spanID == span {

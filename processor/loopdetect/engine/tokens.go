@@ -31,15 +31,16 @@ func (e *Engine) AddTokens(session string, tokens int64, now time.Time, out []Tr
 		return out
 	}
 	key := tokenKey(session)
-	sh := &e.shards[e.shardOf(key)]
+	h := e.hashKey(key)
+	sh := &e.shards[h%numShards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	// Only sessions with tool calls are tracked: model calls alone neither
 	// create a session (a chat-only agent must not fill max_sessions) nor
 	// count as activity. The tokens of the model calls before a session's
 	// first tool call are not counted; a loop's are.
-	s, ok := sh.sessions[key]
-	if !ok {
+	s, _ := sh.tab.find(key, h)
+	if s == nil {
 		return out
 	}
 	if s.tok == nil {
@@ -59,14 +60,17 @@ func (e *Engine) AddTokens(session string, tokens int64, now time.Time, out []Tr
 // model calls until it observes a tool call.
 func (e *Engine) Tracks(session string) bool {
 	key := tokenKey(session)
-	sh := &e.shards[e.shardOf(key)]
+	h := e.hashKey(key)
+	sh := &e.shards[h%numShards]
 	sh.mu.Lock()
-	_, ok := sh.sessions[key]
+	s, _ := sh.tab.find(key, h)
+	ok := s != nil
 	sh.mu.Unlock()
 	return ok
 }
 
-// tokenKey is the map key of session, bounded as Observe bounds it.
+// tokenKey is the table key of session: a key longer than maxKept is
+// replaced by its hash, so keys stay bounded.
 func tokenKey(session string) string {
 	if len(session) > maxKept {
 		return "sha:" + strconv.FormatUint(xxhash.Sum64String(session), 16)

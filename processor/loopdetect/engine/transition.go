@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // evaluate decides the session's verdict, applies recovery, hysteresis and
@@ -44,11 +46,12 @@ func (e *Engine) evaluate(sh *shard, s *session, now int64, trig Trigger, span [
 	s.state = v.state
 	s.reason = v.reason
 	s.seq++
+	key := s.keyString()
 	t := Transition{
-		ID:            eventID(s.keyHash, s.seq),
+		ID:            eventID(xxhash.Sum64String(key), s.seq),
 		Seq:           s.seq,
-		Session:       s.key,
-		SessionSource: s.source,
+		Session:       key,
+		SessionSource: s.desc.source,
 		TraceID:       s.traceID,
 		ParentSpanID:  s.lastParent,
 		From:          from,
@@ -64,9 +67,9 @@ func (e *Engine) evaluate(sh *shard, s *session, now int64, trig Trigger, span [
 		Kill:          kill && !e.cfg.Kill.DryRun,
 		DryRun:        kill && e.cfg.Kill.DryRun,
 		DecidedAt:     time.Unix(0, now).UTC(),
-		Agent:         s.agent,
-		Client:        s.client,
-		Target:        s.target,
+		Agent:         s.desc.agent,
+		Client:        s.desc.client,
+		Target:        s.desc.target,
 	}
 	if trig == TriggerCall {
 		t.CallIndex = callIndexOf(s, n, span)

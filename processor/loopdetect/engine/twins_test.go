@@ -119,8 +119,7 @@ func TestTwinWithEqualEvidenceKeepsOneDescriptionWhateverTheOrder(t *testing.T) 
 		}
 		e.Observe(first, first.End, nil)
 		e.Observe(second, second.End, nil)
-		sh := &e.shards[e.shardOf("cc")]
-		s := sh.sessions["cc"]
+		s, _ := e.shards[e.shardOf("cc")].tab.find("cc", e.hashKey("cc"))
 		if len(s.hist) != 1 {
 			t.Fatalf("%d calls kept, want the twins merged into 1", len(s.hist))
 		}
