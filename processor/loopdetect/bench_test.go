@@ -5,6 +5,7 @@ package loopdetect_test
 //
 // BenchmarkProcessor feeds the same pdata batches, in one run, through
 //   - floor:        a pass-through processor that only reads gen_ai.operation.name of every span,
+//   - usage-floor:  (mix=nontool-tracked only) the floor that also sums every model span's token counts per trace,
 //   - loop_detect:  this processor at its defaults,
 //   - groupbytrace: the contrib groupbytrace processor v0.165.1 (a stateful per-trace anchor),
 // and reports wall and CPU time per span, spans/s per core and allocations
@@ -127,6 +128,49 @@ func (f *floor) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 	return f.next.ConsumeTraces(ctx, td)
 }
 
+// usageFloor is the reference for model spans whose usage is read: it
+// reads gen_ai.operation.name as floor does and, of every span that is no
+// tool call, the input and output token counts in one pass over its
+// attributes, summed per trace through a memo of the batch's last trace
+// (a trace's spans come together). It is the least a processor that
+// counts a session's tokens does: it neither asks whether the session
+// has tool calls nor keeps the sums past the batch.
+type usageFloor struct {
+	next   consumer.Traces
+	tokens int64
+}
+
+func (f *usageFloor) Capabilities() consumer.Capabilities { return consumer.Capabilities{} }
+
+func (f *usageFloor) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	var trace pcommon.TraceID
+	var sum int64
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		sss := rss.At(i).ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			ss := sss.At(j).Spans()
+			for k := 0; k < ss.Len(); k++ {
+				span := ss.At(k)
+				if v, ok := span.Attributes().Get(benchdata.AttrOperationName); ok && v.Str() == "execute_tool" {
+					continue
+				}
+				if tid := span.TraceID(); tid != trace {
+					f.tokens += sum
+					trace, sum = tid, 0
+				}
+				for key, v := range span.Attributes().All() {
+					if key == benchdata.AttrInputTokens || key == benchdata.AttrOutputTokens {
+						sum += v.Int()
+					}
+				}
+			}
+		}
+	}
+	f.tokens += sum
+	return f.next.ConsumeTraces(ctx, td)
+}
+
 type benchProc struct {
 	name string
 	// renew: the pool is renewed between rounds, outside the measurement:
@@ -137,6 +181,8 @@ type benchProc struct {
 	// drain: the processor forwards asynchronously; wait for every span to
 	// reach the sink before stopping the clock.
 	drain bool
+	// trackedOnly: run only on mixes whose sessions are tracked.
+	trackedOnly bool
 	make  func(b *testing.B, next consumer.Traces) (consumer.Traces, func())
 }
 
@@ -162,6 +208,9 @@ var procs = []benchProc{
 	// the floor read a pool it had left warm).
 	{name: "floor", renew: true, make: func(_ *testing.B, next consumer.Traces) (consumer.Traces, func()) {
 		return &floor{next: next}, func() {}
+	}},
+	{name: "usage-floor", renew: true, trackedOnly: true, make: func(_ *testing.B, next consumer.Traces) (consumer.Traces, func()) {
+		return &usageFloor{next: next}, func() {}
 	}},
 	{name: "loop_detect", renew: true, make: func(b *testing.B, next consumer.Traces) (consumer.Traces, func()) {
 		return newLoopDetect(b, next, nil)
@@ -210,6 +259,9 @@ func BenchmarkProcessor(b *testing.B) {
 			pre = benchdata.New(benchdata.Realistic())
 		}
 		for _, pr := range procs {
+			if pr.trackedOnly && !mx.tracked {
+				continue
+			}
 			b.Run("mix="+mx.name+"/proc="+pr.name, func(b *testing.B) {
 				runProcessor(b, w, pre, pr)
 			})

@@ -61,6 +61,9 @@ type tableKey struct {
 	// usage read's seen set.
 	skip []extract.Match
 	bit  uint64
+	// plain: the key gives one kind of count (list is 0, 1 or 2) and is
+	// no usage_skip key, so the usage read counts it in its loop.
+	plain bool
 }
 
 // The values of tableKey.list besides the lists.
@@ -188,6 +191,7 @@ func (t *keyTable) index(op string) {
 				e.list = manyLists
 			}
 		}
+		e.plain = e.list >= 0 && e.list < manyLists && e.skip == nil
 		n := len(e.key)
 		if n >= maxTableLen {
 			t.long = min(t.long, i)

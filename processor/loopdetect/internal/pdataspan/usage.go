@@ -26,10 +26,27 @@ func (p *Prefilter) UsageAfter(span ptrace.Span, sc Screening) (int64, bool) {
 	if sc.opRead {
 		u.slots, u.seen = p.table.slotsAfterOp, p.opBit
 	}
-	// The loop's body is the slot's look-up alone: the few keys that land
-	// in a slot are read by a call.
+	// The loop's body is the slot's look-up, and for a plain token key
+	// with a positive integer count (a model span's usage, as SDKs write
+	// it) the count; the rest of the few keys that land in a slot are read
+	// by a call.
 	for k, v := range span.Attributes().All() {
-		if s := u.t.slotOf(k, u.slots); s != 0 && !u.hit(k, v, s) {
+		s := u.t.slotOf(k, u.slots)
+		if s == 0 {
+			continue
+		}
+		if s != several {
+			if e := &u.t.keys[s-1]; e.plain && e.key == k {
+				if r := u.ranks[e.list]; r >= 0 && r <= e.rank {
+					continue // counted from a key listed before
+				}
+				if n := v.Int(); n > 0 {
+					u.counts[e.list], u.ranks[e.list], u.found = min(n, maxTokensPerSpan), e.rank, true
+					continue
+				}
+			}
+		}
+		if !u.hit(k, v, s) {
 			return 0, false // a skipped span reports nothing, whatever its counts
 		}
 	}
