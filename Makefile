@@ -189,3 +189,14 @@ clean:
 
 # Feature fragments (make/README.md): each adds its own targets and `test:` prerequisites.
 include $(sort $(wildcard make/*.mk))
+
+# Stage one of a two-stage JSON scanner (internal/benchdata/stageone), in
+# portable Go and, with GOEXPERIMENT=simd on amd64, in AVX2, beside the
+# canonicalizer on the same documents: the evidence behind docs/design.md's
+# "The canonicalizer's speed". Not part of make bench.
+.PHONY: bench-stageone
+bench-stageone:
+	@mkdir -p $(BENCH_DIR)
+	set -o pipefail; ( $(GO) test -run '^$$' -bench '^BenchmarkStageOne$$' -cpu 1 -count $(BENCH_COUNT) ./internal/benchdata/stageone/ && \
+		GOEXPERIMENT=simd $(GO) test -run '^$$' -bench '^BenchmarkStageOne$$/^form=simd$$' -cpu 1 -count $(BENCH_COUNT) ./internal/benchdata/stageone/ && \
+		$(GO) test -run '^$$' -bench '^BenchmarkCanonicalBytes$$/^size=2KiB$$' -cpu 1 -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) ./processor/loopdetect/engine/ ) | tee $(BENCH_DIR)/stageone.txt
