@@ -183,7 +183,7 @@ type benchProc struct {
 	drain bool
 	// trackedOnly: run only on mixes whose sessions are tracked.
 	trackedOnly bool
-	make  func(b *testing.B, next consumer.Traces) (consumer.Traces, func())
+	make        func(b *testing.B, next consumer.Traces) (consumer.Traces, func())
 }
 
 func newLoopDetect(b testing.TB, next consumer.Traces, mutate func(*loopdetect.Config)) (processor.Traces, func()) {
