@@ -162,6 +162,7 @@ bench: $(BENCHSTAT)
 		$(call bench_profile,loopdetect.test,processor/loopdetect,^BenchmarkProcessor$$/^mix=nontool-tracked$$/^proc=floor$$,$(BENCH_PROF_FLOOR),cpu-nontool-tracked-floor.prof) && \
 		$(call bench_profile,engine.test,processor/loopdetect/engine,^BenchmarkObserve$$/^canon=on$$,$(BENCH_PROF_OBSERVE),cpu-observe.prof,^BenchmarkObserve$$/^canon=on$$/^loop=stuck$$) && \
 		$(call bench_profile,engine.test,processor/loopdetect/engine,^BenchmarkCanonicalBytes$$/^size=2KiB$$/^api=result$$,$(BENCH_PROF_CANONICAL),cpu-canonical-2KiB.prof) ) | tee $(BENCH_DIR)/profiles.txt
+	$(MAKE) --no-print-directory bench-instructions
 	$(if $(BENCH_E2E),$(MAKE) build-distribution binaries && $(GO) run ./internal/benchdata/e2e -otelcol $(OTELCOL) -agent $(BIN)/loopagent -out $(BENCH_DIR)/e2e.txt)
 	cat $(BENCH_DIR)/processor.txt $(BENCH_DIR)/engine.txt $(BENCH_DIR)/growth.txt $(BENCH_DIR)/memory.txt > bench.txt
 	$(BENCHSTAT) bench.txt
@@ -189,6 +190,26 @@ clean:
 
 # Feature fragments (make/README.md): each adds its own targets and `test:` prerequisites.
 include $(sort $(wildcard make/*.mk))
+
+# Instructions per operation of the missed budgets' benchmarks, counted by
+# callgrind (scripts/bench-instructions.sh) on the test binaries make bench
+# built: steady where this VM's timings swing. Without valgrind (Debian
+# package valgrind) the report says "not measured". The processor's rows
+# include the pool's renewal, the same on every processor of a mix, so
+# the report gives their differences. The tool mix is left out: under
+# callgrind its renewal of 100 tool payloads a batch takes minutes.
+INSTR_PROC := nontool/floor nontool/loop_detect nontool-tracked/floor nontool-tracked/usage-floor nontool-tracked/loop_detect
+.PHONY: bench-instructions
+bench-instructions:
+	@command -v valgrind >/dev/null || { echo "bench-instructions: valgrind not found: not measured"; rm -f $(BENCH_DIR)/instructions.txt; exit 0; }
+	set -e; out=$(CURDIR)/$(BENCH_DIR)/instructions.txt; : > $$out.tmp; \
+	cd processor/loopdetect/engine; \
+	echo "observe-canon $$($(CURDIR)/scripts/bench-instructions.sh $(CURDIR)/$(BENCH_DIR)/engine.test '^BenchmarkObserve$$/^canon=on$$' 20000 -test.skip '^BenchmarkObserve$$/^canon=on$$/^loop=stuck$$')" >> $$out.tmp; \
+	echo "observe-nocanon $$($(CURDIR)/scripts/bench-instructions.sh $(CURDIR)/$(BENCH_DIR)/engine.test '^BenchmarkObserve$$/^canon=off$$' 20000)" >> $$out.tmp; \
+	echo "canonical-2KiB $$($(CURDIR)/scripts/bench-instructions.sh $(CURDIR)/$(BENCH_DIR)/engine.test '^BenchmarkCanonicalBytes$$/^size=2KiB$$/^api=result$$' 20000)" >> $$out.tmp; \
+	cd ..; for mp in $(INSTR_PROC); do \
+		echo "processor/$$mp $$($(CURDIR)/scripts/bench-instructions.sh $(CURDIR)/$(BENCH_DIR)/loopdetect.test "^BenchmarkProcessor\$$/^mix=$${mp%/*}\$$/^proc=$${mp#*/}\$$" 2000)" >> $$out.tmp; done; \
+	mv $$out.tmp $$out; cat $$out
 
 # Stage one of a two-stage JSON scanner (internal/benchdata/stageone), in
 # portable Go and, with GOEXPERIMENT=simd on amd64, in AVX2, beside the

@@ -173,6 +173,7 @@ func main() {
 	rp.targets()
 	rp.why()
 	writeProfiles(rp.w, r, *dir, *goCmd)
+	rp.instructions()
 	rp.sideBySide()
 	rp.growth()
 	rp.endToEnd()
@@ -459,3 +460,43 @@ func (rp *report) changes(dir string) error {
 	}
 	return nil
 }
+
+// instructions writes the instruction counts make bench-instructions left
+// in instructions.txt ("name count" lines), or says they were not measured.
+func (rp *report) instructions() {
+	w := rp.w
+	w("## Instructions\n\n")
+	data, err := os.ReadFile(rp.path("instructions.txt"))
+	if err != nil {
+		w("Not measured (`make bench-instructions` needs valgrind).\n\n")
+		return
+	}
+	n := map[string]float64{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) == 2 {
+			if v, err := strconv.ParseFloat(f[1], 64); err == nil {
+				n[f[0]] = v
+			}
+		}
+	}
+	get := func(k string) float64 {
+		if v, ok := n[k]; ok {
+			return v
+		}
+		return math.NaN()
+	}
+	w("Counted by callgrind (`make bench-instructions`, `scripts/bench-instructions.sh` on the test binaries above): the same count for the same binary whatever else the machine does, where the timings above swing. It says nothing of cache misses. The processor's rows count a 100-span batch with the pool's renewal, which is the same for every processor of a mix, so they are given as differences per span.\n\n")
+	w("| what | instructions |\n|---|---|\n")
+	canon := get("observe-canon")
+	w("| engine call, canonicalization included (`BenchmarkObserve/canon=on`) | %s a call |\n", f(canon, 0))
+	w("| engine call, digests precomputed (`BenchmarkObserve/canon=off`) | %s a call |\n", f(get("observe-nocanon"), 0))
+	doc := get("canonical-2KiB")
+	w("| canonical digest of a dense 2 KiB search result (`BenchmarkCanonicalBytes/size=2KiB/api=result`) | %s a document, %s a byte |\n", f(doc, 0), f(doc/float64(2<<10), 1))
+	span := func(mix, a, b string) float64 {
+		return (get("processor/"+mix+"/"+a) - get("processor/"+mix+"/"+b)) / 100
+	}
+	w("| `nontool`: loop_detect beyond the pass-through floor | %s a span |\n", f(span("nontool", "loop_detect", "floor"), 0))
+	w("| `nontool-tracked`: the usage floor beyond the pass-through floor | %s a span |\n", f(span("nontool-tracked", "usage-floor", "floor"), 0))
+	w("| `nontool-tracked`: loop_detect beyond the usage floor | %s a span |\n\n", f(span("nontool-tracked", "loop_detect", "usage-floor"), 0))
+}
+
