@@ -487,8 +487,7 @@ func (rp *report) instructions() {
 	}
 	w("Counted by callgrind (`make bench-instructions`, `scripts/bench-instructions.sh` on the test binaries above): the same count for the same binary whatever else the machine does, where the timings above swing. It says nothing of cache misses. The processor's rows count a 100-span batch with the pool's renewal, which is the same for every processor of a mix, so they are given as differences per span.\n\n")
 	w("| what | instructions |\n|---|---|\n")
-	canon := get("observe-canon")
-	w("| engine call, canonicalization included (`BenchmarkObserve/canon=on`) | %s a call |\n", f(canon, 0))
+	w("| engine call, canonicalization included (`BenchmarkObserve/canon=on`) | %s a call |\n", f(get("observe-canon"), 0))
 	w("| engine call, digests precomputed (`BenchmarkObserve/canon=off`) | %s a call |\n", f(get("observe-nocanon"), 0))
 	doc := get("canonical-2KiB")
 	w("| canonical digest of a dense 2 KiB search result (`BenchmarkCanonicalBytes/size=2KiB/api=result`) | %s a document, %s a byte |\n", f(doc, 0), f(doc/float64(2<<10), 1))
@@ -499,4 +498,3 @@ func (rp *report) instructions() {
 	w("| `nontool-tracked`: the usage floor beyond the pass-through floor | %s a span |\n", f(span("nontool-tracked", "usage-floor", "floor"), 0))
 	w("| `nontool-tracked`: loop_detect beyond the usage floor | %s a span |\n\n", f(span("nontool-tracked", "loop_detect", "usage-floor"), 0))
 }
-
