@@ -117,8 +117,7 @@ func (e *Engine) isRetryable(class string) bool {
 // transitions (usually none) to out.
 func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transition {
 	key := tokenKey(c.Session)
-	h := e.hashKey(key)
-	sh := &e.shards[h%numShards]
+	sh, h := e.shardFor(key)
 	nowNs := now.UnixNano()
 	// What the call says is read before the session is found: the
 	// session's look-up misses the caches at scale, and then the history
@@ -259,8 +258,7 @@ func (e *Engine) tickShard(sh *shard, nowNs int64, out []Transition) []Transitio
 
 // Session reports a tracked session's state, for tests and diagnostics.
 func (e *Engine) Session(key string) (State, Reason, bool) {
-	h := e.hashKey(key)
-	sh := &e.shards[h%numShards]
+	sh, h := e.shardFor(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	s, _ := sh.tab.find(key, h)
@@ -280,6 +278,13 @@ func (e *Engine) hashKey(key string) uint64 {
 
 // sessionHash is hashKey of s's key.
 func (e *Engine) sessionHash(s *session) uint64 { return s.hash(e.shardSeed) }
+
+// shardFor is the shard of a session key, and the key's hash (hashKey),
+// with which the shard's table finds it.
+func (e *Engine) shardFor(key string) (*shard, uint64) {
+	h := e.hashKey(key)
+	return &e.shards[h%numShards], h
+}
 
 // shardOf is the shard index of a session key.
 func (e *Engine) shardOf(key string) uint64 {

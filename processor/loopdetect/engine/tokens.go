@@ -31,8 +31,7 @@ func (e *Engine) AddTokens(session string, tokens int64, now time.Time, out []Tr
 		return out
 	}
 	key := tokenKey(session)
-	h := e.hashKey(key)
-	sh := &e.shards[h%numShards]
+	sh, h := e.shardFor(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	// Only sessions with tool calls are tracked: model calls alone neither
@@ -60,8 +59,7 @@ func (e *Engine) AddTokens(session string, tokens int64, now time.Time, out []Tr
 // model calls until it observes a tool call.
 func (e *Engine) Tracks(session string) bool {
 	key := tokenKey(session)
-	h := e.hashKey(key)
-	sh := &e.shards[h%numShards]
+	sh, h := e.shardFor(key)
 	sh.mu.Lock()
 	s, _ := sh.tab.find(key, h)
 	ok := s != nil

@@ -37,11 +37,11 @@ func (p *Prefilter) UsageAfter(span ptrace.Span, sc Screening) (int64, bool) {
 		}
 		if s != several {
 			if e := &u.t.keys[s-1]; e.plain && e.key == k {
-				if r := u.ranks[e.list]; r >= 0 && r <= e.rank {
+				if !u.before(e.list, e.rank) {
 					continue // counted from a key listed before
 				}
 				if n := v.Int(); n > 0 {
-					u.counts[e.list], u.ranks[e.list], u.found = min(n, maxTokensPerSpan), e.rank, true
+					u.set(e.list, e.rank, min(n, maxTokensPerSpan))
 					continue
 				}
 			}
@@ -103,10 +103,9 @@ func (u *usageSum) add(e *tableKey, v pcommon.Value) bool {
 	switch l := e.list; {
 	case l == noList:
 	case l != manyLists:
-		// Not yet counted, or counted from a key listed after this one.
-		if r := u.ranks[l]; r < 0 || e.rank < r {
+		if u.before(l, e.rank) {
 			if n, ok := tokenCount(v); ok {
-				u.counts[l], u.ranks[l], u.found = n, e.rank, true
+				u.set(l, e.rank, n)
 			}
 		}
 	default:
@@ -119,14 +118,27 @@ func (u *usageSum) add(e *tableKey, v pcommon.Value) bool {
 	return true
 }
 
+// before reports whether a key of rank in list l comes before the key
+// list l was counted from: not yet counted, or counted from a key listed
+// after it.
+func (u *usageSum) before(l int8, rank int32) bool {
+	r := u.ranks[l]
+	return r < 0 || rank < r
+}
+
+// set counts n for list l from the key of that rank.
+func (u *usageSum) set(l int8, rank int32, n int64) {
+	u.counts[l], u.ranks[l], u.found = n, rank, true
+}
+
 // addLists is add's count of a key listed in more than one list.
 func (u *usageSum) addLists(e *tableKey, v pcommon.Value) {
 	for l, r := range e.ranks {
-		if r < 0 || u.ranks[l] >= 0 && u.ranks[l] <= r {
+		if r < 0 || !u.before(int8(l), r) {
 			continue
 		}
 		if n, ok := tokenCount(v); ok {
-			u.counts[l], u.ranks[l], u.found = n, r, true
+			u.set(int8(l), r, n)
 		}
 	}
 }
