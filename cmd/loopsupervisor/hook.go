@@ -5,7 +5,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,6 +37,28 @@ const (
 // open, a slow supervisor must not hold the agent's tool call.
 const hookTimeout = 500 * time.Millisecond
 
+// hookStdinTimeout bounds reading the CLI's hook input: a CLI that never
+// closes stdin must not hold the tool call either.
+const hookStdinTimeout = 2 * time.Second
+
+// The answer's proof: the hook sends a fresh nonce, the supervisor answers
+// with an HMAC-SHA256 under the run's hook token over the nonce and the
+// answer's body. A process squatting on a dead supervisor's port holds no
+// token, so its answer is ignored (the call is allowed).
+const (
+	headerHookNonce = "Loopsupervisor-Hook-Nonce"
+	headerHookMAC   = "Loopsupervisor-Hook-Mac"
+)
+
+// answerMAC is the proof of an answer body to the query that sent nonce.
+func answerMAC(token []byte, nonce string, body []byte) string {
+	m := hmac.New(sha256.New, token)
+	_, _ = m.Write([]byte(nonce))
+	_, _ = m.Write([]byte{0})
+	_, _ = m.Write(body)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
 // runHook is `loopsupervisor hook`: read one tool call from the agent CLI on
 // stdin, ask the supervisor that started the agent, and print a block in
 // the CLI's format when the supervisor says so. Every failure allows the
@@ -54,8 +80,9 @@ func runHook(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if url == "" || token == "" {
 		return 0 // not under a supervisor: nothing to ask
 	}
-	in, err := io.ReadAll(io.LimitReader(stdin, hookMaxBody+1))
-	if err != nil || len(in) > hookMaxBody {
+	in, err := readStdin(stdin, hookStdinTimeout)
+	if err != nil {
+		fmt.Fprintf(stderr, "loopsupervisor hook: %v (call allowed)\n", err)
 		return 0
 	}
 	a, err := askSupervisor(url, token, in)
@@ -63,12 +90,38 @@ func runHook(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "loopsupervisor hook: %v (call allowed)\n", err)
 		return 0
 	}
-	if a.Decision != decisionBlock {
-		return 0
+	var event struct {
+		Name string `json:"hook_event_name"`
 	}
-	out, _ := json.Marshal(blockOutput(f, a.Reason))
-	_, _ = stdout.Write(append(out, '\n'))
+	_ = json.Unmarshal(in, &event)
+	if out := cliOutput(f, event.Name, a); out != nil {
+		b, _ := json.Marshal(out)
+		_, _ = stdout.Write(append(b, '\n'))
+	}
 	return 0
+}
+
+// readStdin reads the CLI's hook input, at most hookMaxBody bytes, within
+// limit.
+func readStdin(r io.Reader, limit time.Duration) ([]byte, error) {
+	type read struct {
+		b   []byte
+		err error
+	}
+	done := make(chan read, 1)
+	go func() {
+		b, err := io.ReadAll(io.LimitReader(r, hookMaxBody+1))
+		done <- read{b, err}
+	}()
+	select {
+	case got := <-done:
+		if got.err == nil && len(got.b) > hookMaxBody {
+			got.err = fmt.Errorf("hook input larger than %d bytes", hookMaxBody)
+		}
+		return got.b, got.err
+	case <-time.After(limit):
+		return nil, fmt.Errorf("no hook input on stdin within %s", limit)
+	}
 }
 
 // askSupervisor forwards the CLI's hook input as it is: the supervisor
@@ -82,8 +135,10 @@ func askSupervisor(url, token string, in []byte) (hookAnswer, error) {
 	if err != nil {
 		return a, err
 	}
+	nonce := newUUID()
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(headerHookNonce, nonce)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return a, err
@@ -92,19 +147,40 @@ func askSupervisor(url, token string, in []byte) (hookAnswer, error) {
 	if resp.StatusCode != http.StatusOK {
 		return a, fmt.Errorf("supervisor answered %s", resp.Status)
 	}
-	err = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&a)
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return a, err
+	}
+	want := answerMAC([]byte(token), nonce, body)
+	if !hmac.Equal([]byte(resp.Header.Get(headerHookMAC)), []byte(want)) {
+		return a, errors.New("the answer is not proven to come from this run's supervisor")
+	}
+	err = json.Unmarshal(body, &a)
 	return a, err
 }
 
-// blockOutput is the JSON a CLI reads as "do not run this call, tell the
-// model why".
-func blockOutput(f hookFormat, reason string) any {
-	if f == formatGemini {
-		return map[string]string{"decision": "deny", "reason": reason}
+// cliOutput is the JSON the CLI reads for an answer to its event: for a
+// block "do not run this call, tell the model why", for a nudge "run it and
+// give the model this text"; nil (print nothing) for a plain allow.
+func cliOutput(f hookFormat, event string, a hookAnswer) any {
+	switch a.Decision {
+	case decisionBlock:
+		if f == formatGemini {
+			return map[string]string{"decision": "deny", "reason": a.Reason}
+		}
+		return map[string]any{"hookSpecificOutput": map[string]string{
+			"hookEventName":            "PreToolUse",
+			"permissionDecision":       "deny",
+			"permissionDecisionReason": a.Reason,
+		}}
+	case decisionNudge:
+		if event == "" {
+			event = "PreToolUse"
+		}
+		return map[string]any{"hookSpecificOutput": map[string]string{
+			"hookEventName":     event,
+			"additionalContext": a.Reason,
+		}}
 	}
-	return map[string]any{"hookSpecificOutput": map[string]string{
-		"hookEventName":            "PreToolUse",
-		"permissionDecision":       "deny",
-		"permissionDecisionReason": reason,
-	}}
+	return nil
 }

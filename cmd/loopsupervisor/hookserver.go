@@ -20,12 +20,20 @@ import (
 
 // The agent's own hook is the first rung of the response ladder: inside the
 // agent and synchronous. An agent CLI with tool hooks (Claude Code's
-// PreToolUse) runs `loopsupervisor hook` before every tool call, which asks
-// this supervisor whether the call may run. The verdict is never the
-// supervisor's: it comes from the collector as a verified loop.warn for the
-// session. The supervisor only recognises which calls repeat the loop, from
-// the calls the hook reported, and blocks those with the warn's nudge, so
-// the model reads why and can change course before any kill.
+// PreToolUse, Gemini CLI's BeforeTool and AfterTool) asks this supervisor
+// about every tool call, through `loopsupervisor hook` or, where the CLI
+// can post a hook itself (Claude Code's HTTP hooks), directly.
+//
+// The supervisor keeps no loop logic of its own: the collector's engine
+// decides, and the supervisor follows its verified notices. A warn (the
+// session became stuck) only nudges: its text reaches the model with the
+// next call, which still runs. A kill is where the engine's kill policy
+// acts: held while the hook blocks the calls that repeat the loop, and
+// carried out when the model keeps repeating them. A call that is not a
+// repeat (an edit, a new command) is the model changing course and is
+// never blocked: the result it brings is the evidence the engine needs to
+// see the session recover. A recover (the engine saw new evidence) lifts
+// everything at once. docs/design.md, "One detector", says why.
 
 // Environment the supervisor gives its agent so the hook finds it.
 const (
@@ -47,9 +55,6 @@ const (
 	// with a new one: a loop the collector calls stuck repeats within its
 	// window (10 calls by default).
 	hookRecentCalls = 16
-	// hookHeededAfter allowed calls after a warn end its block: the model
-	// changed course, and a later loop needs a new verdict.
-	hookHeededAfter = 3
 	// hookSessionIdle is how long a session that stopped calling still
 	// counts as one with a hook (a kill for it is held for the nudge).
 	hookSessionIdle = 10 * time.Minute
@@ -61,20 +66,31 @@ type hookDecision string
 const (
 	decisionAllow hookDecision = "allow"
 	decisionBlock hookDecision = "block"
+	// decisionNudge lets the call run and gives the model the warn's
+	// nudge with it (the CLI's additionalContext).
+	decisionNudge hookDecision = "nudge"
 )
+
+// eventBeforeToolGemini is Gemini CLI's pre-tool event: it cannot carry
+// context to the model (0.61.0 reads additionalContext only after a tool),
+// so a nudge waits for the session's next AfterTool.
+const eventBeforeToolGemini = "BeforeTool"
 
 // hookQuery is what `loopsupervisor hook` reports of one tool call: the
 // fields every agent CLI's hook input has.
 type hookQuery struct {
-	SessionID string          `json:"session_id"`
-	ToolName  string          `json:"tool_name"`
-	ToolInput json.RawMessage `json:"tool_input,omitempty"`
+	// HookEventName is the CLI's event (PreToolUse, BeforeTool, AfterTool…).
+	HookEventName string          `json:"hook_event_name,omitempty"`
+	SessionID     string          `json:"session_id"`
+	ToolName      string          `json:"tool_name"`
+	ToolInput     json.RawMessage `json:"tool_input,omitempty"`
 }
 
 // hookAnswer is the supervisor's reply to a hookQuery.
 type hookAnswer struct {
 	Decision hookDecision `json:"decision"`
-	// Reason is the text the model is shown with a blocked call.
+	// Reason is the text the model is shown with a blocked call, or the
+	// nudge that comes with an allowed one.
 	Reason string `json:"reason,omitempty"`
 }
 
@@ -95,25 +111,25 @@ func keyOf(q hookQuery) callKey {
 	return callKey(d.Sum64())
 }
 
-// loopWarning is the collector's verified verdict a block rests on.
+// loopWarning is the collector's verified verdict a nudge or block rests on.
 type loopWarning struct {
 	nudge      string
 	cycleTools []string
 }
 
 // hookSession is what the supervisor knows of one agent session from its
-// hook and from the collector's webhooks.
+// hook and from the collector's notices.
 type hookSession struct {
 	recent   [hookRecentCalls]callKey
 	calls    int
 	lastSeen time.Time
 	warning  *loopWarning
-	// armed is a verified kill held while the hook nudges the model.
+	// nudgePending is set by a warn until its nudge reached the model.
+	nudgePending bool
+	// armed is a verified kill held while the hook blocks the loop's calls.
 	armed *webhook.Message
-	// allowedSinceWarn counts calls let through after the warn.
-	allowedSinceWarn int
-	// blockedSinceWarn counts the loop's calls blocked after the warn.
-	blockedSinceWarn int
+	// blockedSinceKill counts the loop's calls blocked while armed.
+	blockedSinceKill int
 }
 
 // repeats reports whether k is one of the session's recent calls.
@@ -188,18 +204,37 @@ func (b *hookBook) session(id string, now time.Time) *hookSession {
 	return s
 }
 
-// warn records the collector's verified verdict for a session.
+// warn records the collector's verified verdict for a session: its nudge
+// goes to the model with the session's next call. Nothing is blocked.
 func (b *hookBook) warn(sessionKey string, body webhook.Body, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.session(sessionKey, now)
 	s.warning = &loopWarning{nudge: body.Nudge, cycleTools: body.Transition.CycleTools}
-	s.allowedSinceWarn, s.blockedSinceWarn = 0, 0
+	s.nudgePending = true
 }
 
-// hold keeps a verified kill back while the hook nudges, when the kill's
-// session has a hook that asked recently and the collector warned it. It
-// reports whether it held the kill; otherwise the kill is carried out now.
+// recover ends whatever the session's warn and kill started, on the
+// engine's word that the session left its loop. It reports whether there
+// was anything to end.
+func (b *hookBook) recover(sessionKey string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s, ok := b.sessions[sessionKey]
+	if !ok || (s.warning == nil && s.armed == nil) {
+		return false
+	}
+	if s.armed != nil {
+		b.withdrawn++
+		b.logf("held kill %s withdrawn: the collector saw the session recover", s.armed.Body.ID)
+	}
+	s.warning, s.armed, s.nudgePending, s.blockedSinceKill = nil, nil, false, 0
+	return true
+}
+
+// hold keeps a verified kill back while the hook blocks the loop's calls,
+// when the kill's session has a hook that asked recently. It reports
+// whether it held the kill; otherwise the kill is carried out now.
 func (b *hookBook) hold(msg webhook.Message, now time.Time) bool {
 	if b.patience <= 0 {
 		return false
@@ -207,57 +242,89 @@ func (b *hookBook) hold(msg webhook.Message, now time.Time) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s, ok := b.sessions[msg.Body.Session.Key]
-	if !ok || s.calls == 0 || s.warning == nil || now.Sub(s.lastSeen) > hookSessionIdle {
+	if !ok || s.calls == 0 || now.Sub(s.lastSeen) > hookSessionIdle {
 		return false
 	}
 	m := msg
-	s.armed = &m
-	b.logf("kill %s held: the agent's hook shows the model the nudge first (carried out after %d more blocked repeats)", msg.Body.ID, b.patience)
+	s.armed, s.blockedSinceKill = &m, 0
+	if s.warning == nil {
+		// The warn may be off (kill.warn_on: []) or still on its way.
+		s.warning = &loopWarning{cycleTools: msg.Body.Transition.CycleTools}
+	}
+	b.logf("kill %s held: the agent's hook blocks the loop's calls first (carried out at the %d%s blocked repeat)", msg.Body.ID, b.patience+1, ordinalSuffix(b.patience+1))
 	return true
 }
 
-// decide answers one tool call. A session without a verified warn is never
-// blocked; with one, a call that repeats one of its recent calls (of the
-// loop's tools) is blocked with the nudge, and a call that does not is the
-// model changing course.
+// decide answers one hook event. Only a session whose kill is held has
+// calls blocked, and only calls that repeat one of its recent calls of the
+// loop's tools; any other call withdraws the held kill. A warned session's
+// first event that can carry context carries its nudge.
 func (b *hookBook) decide(q hookQuery, now time.Time) hookAnswer {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.session(q.SessionID, now)
 	s.lastSeen = now
-	k := keyOf(q)
-	repeat := s.repeats(k)
-	s.push(k)
 	if s.armed != nil && !now.Before(s.armed.Body.ExpiresAt) {
 		b.logf("held kill %s expired unused", s.armed.Body.ID)
 		s.armed = nil
 	}
+	if isAfterTool(q.HookEventName) {
+		// The call already ran: it is not a new call, but a nudge may
+		// ride on its result.
+		return b.nudge(s, q)
+	}
+	k := keyOf(q)
+	repeat := s.repeats(k)
+	s.push(k)
 	w := s.warning
-	if w == nil {
-		return hookAnswer{Decision: decisionAllow}
+	if s.armed == nil || w == nil {
+		return b.nudge(s, q)
 	}
 	if !repeat || !w.inCycle(q.ToolName) {
-		s.allowedSinceWarn++
-		if s.armed != nil {
-			b.withdrawn++
-			b.logf("held kill %s withdrawn: the model changed course after the nudge (%s)", s.armed.Body.ID, q.ToolName)
-			s.armed = nil
-		}
-		if s.allowedSinceWarn >= hookHeededAfter {
-			s.warning = nil
-		}
-		return hookAnswer{Decision: decisionAllow}
+		b.withdrawn++
+		b.logf("held kill %s withdrawn: the model changed course (%s)", s.armed.Body.ID, q.ToolName)
+		s.armed = nil
+		return b.nudge(s, q)
 	}
-	s.allowedSinceWarn = 0
-	s.blockedSinceWarn++
+	s.blockedSinceKill++
+	s.nudgePending = false // the block's reason carries it
 	b.blocked++
-	if s.armed != nil && s.blockedSinceWarn > b.patience {
+	if s.blockedSinceKill > b.patience {
 		msg := *s.armed
 		s.armed = nil
-		b.logf("the model repeated the blocked call %d times after the nudge: carrying out kill %s", s.blockedSinceWarn, msg.Body.ID)
+		b.logf("the model repeated the blocked call %d times: carrying out kill %s", s.blockedSinceKill, msg.Body.ID)
 		b.execute(msg)
 	}
 	return hookAnswer{Decision: decisionBlock, Reason: blockReason(w.nudge, q.ToolName)}
+}
+
+// nudge allows the call, with the warn's nudge when one is pending and the
+// event can carry it.
+func (b *hookBook) nudge(s *hookSession, q hookQuery) hookAnswer {
+	if !s.nudgePending || s.warning == nil || q.HookEventName == eventBeforeToolGemini {
+		return hookAnswer{Decision: decisionAllow}
+	}
+	s.nudgePending = false
+	return hookAnswer{Decision: decisionNudge, Reason: nudgeText(s.warning.nudge, q.ToolName)}
+}
+
+// isAfterTool reports an event sent after the tool ran.
+func isAfterTool(event string) bool {
+	return event == "PostToolUse" || event == "AfterTool"
+}
+
+func ordinalSuffix(n int) string {
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+		return "th"
+	case n%10 == 1:
+		return "st"
+	case n%10 == 2:
+		return "nd"
+	case n%10 == 3:
+		return "rd"
+	}
+	return "th"
 }
 
 // blockedCalls is the number of calls the hook blocked in this run.
@@ -268,19 +335,29 @@ func (b *hookBook) blockedCalls() int {
 }
 
 func blockReason(nudge, tool string) string {
+	return "Blocked by loopsupervisor: this call repeats a loop the loop detector caught, and the agent is stopped if it goes on. " + orDefaultNudge(nudge, tool)
+}
+
+func nudgeText(nudge, tool string) string {
+	return "loopsupervisor: the loop detector found this session repeating itself. " + orDefaultNudge(nudge, tool)
+}
+
+func orDefaultNudge(nudge, tool string) string {
 	if nudge == "" {
-		nudge = "You are repeating the same " + tool + " call without progress; try a different approach."
+		return "You are repeating the same " + tool + " call without progress; try a different approach."
 	}
-	return "Blocked by loopsupervisor: this call repeats a loop the loop detector caught. " + nudge
+	return nudge
 }
 
 // hookHandler serves the hook's queries. It needs the run's hook token:
 // the answer tells whether a session is stuck, and a query moves the
-// record a held kill depends on.
+// record a held kill depends on. With format set it is the endpoint a CLI
+// posts its own HTTP hook to, and answers in that CLI's output format.
 type hookHandler struct {
-	token []byte
-	book  *hookBook
-	now   func() time.Time
+	token  []byte
+	book   *hookBook
+	now    func() time.Time
+	format hookFormat
 }
 
 var errHookQuery = errors.New("bad hook query")
@@ -302,8 +379,19 @@ func (h *hookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := h.book.decide(q, h.now())
+	var out any = a
+	if h.format != "" {
+		out = cliOutput(h.format, q.HookEventName, a)
+		if out == nil {
+			out = struct{}{}
+		}
+	}
+	body, _ := json.Marshal(out)
+	if nonce := r.Header.Get(headerHookNonce); nonce != "" {
+		w.Header().Set(headerHookMAC, answerMAC(h.token, nonce, body))
+	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(a)
+	_, _ = w.Write(body)
 }
 
 func readHookQuery(r io.Reader) (hookQuery, error) {

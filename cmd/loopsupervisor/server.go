@@ -109,6 +109,10 @@ func (s *supervisor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.warn(w, msg, body, now)
 		return
 	}
+	if msg.Body.Type == webhook.TypeRecover {
+		s.recover(w, msg, now)
+		return
+	}
 	if msg.Body.Type != webhook.TypeKill {
 		s.answer(w, http.StatusOK, reply{Result: "ignored"})
 		return
@@ -191,6 +195,23 @@ func (s *supervisor) warn(w http.ResponseWriter, msg webhook.Message, body []byt
 		}
 	}()
 	s.answer(w, http.StatusOK, reply{Result: "warned"})
+}
+
+// recover handles the engine's word that a warned session left its loop:
+// its nudge, its held kill and its blocks end at once.
+func (s *supervisor) recover(w http.ResponseWriter, msg webhook.Message, now time.Time) {
+	if !now.Before(msg.Body.ExpiresAt) {
+		s.answer(w, http.StatusOK, reply{Result: "expired"})
+		return
+	}
+	if !s.matches(msg.Body.Target) {
+		s.answer(w, http.StatusOK, reply{Result: "not_running"})
+		return
+	}
+	if s.book.recover(msg.Body.Session.Key) {
+		s.log.Printf("verified recovery %s (%s → %s): the hook's nudge and blocks for the session are lifted", msg.Body.ID, msg.Body.Transition.From, msg.Body.Transition.To)
+	}
+	s.answer(w, http.StatusOK, reply{Result: "recovered"})
 }
 
 // matches reports whether a kill's target is our agent. The unguessable

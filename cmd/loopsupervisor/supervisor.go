@@ -68,6 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	mux := http.NewServeMux()
 	mux.Handle("/kill", s)
 	mux.Handle(hookPath, &hookHandler{token: []byte(hookToken), book: s.book, now: time.Now})
+	mux.Handle(hookPath+"/claude", &hookHandler{token: []byte(hookToken), book: s.book, now: time.Now, format: formatClaude})
 
 	sigCh := make(chan os.Signal, 1)
 	signal.Notify(sigCh, syscall.SIGINT, syscall.SIGTERM)

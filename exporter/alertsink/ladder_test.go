@@ -74,3 +74,54 @@ func TestWarnOnRejectsWorking(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `kill.warn_on[1]: state "working"`)
 }
+
+// Leaving a warned state sends a signed recover to the kill destination, so
+// the supervisor lifts the nudge and any block; leaving an unwarned state,
+// or warns switched off, sends none.
+func TestLeavingAWarnedStateSendsRecover(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		from, to  string
+		warnOn    []string
+		wantTypes []string
+	}{
+		{"stuck to working", "stuck", "working", []string{"stuck"}, []string{"loop.recover"}},
+		{"stuck to waiting", "stuck", "waiting", []string{"stuck"}, []string{"loop.recover"}},
+		{"retrying to working, not warned", "retrying", "working", []string{"stuck"}, nil},
+		{"stuck to working, warns off", "stuck", "working", nil, nil},
+		{"uncertain to stuck, both warned", "uncertain", "stuck", []string{"stuck", "uncertain"}, []string{"loop.warn"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rec recorder
+			url := recordingServer(t, &rec, http.StatusOK)
+			cfg := testConfig(url + "/kill")
+			cfg.Kill.WarnOn = tc.warnOn
+			exp := startTraces(t, cfg, nopSettings())
+			ev := killEvent("ld_r_3", time.Now())
+			ev.From, ev.To, ev.Reason, ev.Kill = tc.from, tc.to, "progress", false
+			require.NoError(t, exp.ConsumeTraces(context.Background(), tracesWith(ev)))
+
+			var types []string
+			for _, h := range rec.all() {
+				var body struct {
+					Type      string `json:"type"`
+					Action    string `json:"action"`
+					ExpiresAt string `json:"expires_at"`
+					Target    struct {
+						ServiceInstanceID string `json:"service_instance_id"`
+					} `json:"target"`
+				}
+				require.NoError(t, json.Unmarshal(h.body, &body))
+				types = append(types, body.Type)
+				assert.NotEmpty(t, h.signature, "recovers are signed like kills")
+				if body.Type == "loop.recover" {
+					assert.Equal(t, "ld_r_3.recover", h.id)
+					assert.Equal(t, "recover", body.Action)
+					assert.NotEmpty(t, body.ExpiresAt)
+					assert.Equal(t, "inst-1", body.Target.ServiceInstanceID, "the supervisor matches a recover to its agent as it does a kill")
+				}
+			}
+			assert.Equal(t, tc.wantTypes, types)
+		})
+	}
+}

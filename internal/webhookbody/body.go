@@ -18,12 +18,17 @@ const (
 	// TypeWarn is the first step of the response ladder: the session became
 	// stuck, the supervisor may nudge the agent before any kill.
 	TypeWarn = "loop.warn"
+	// TypeRecover tells the supervisor that a warned session left the warned
+	// state on new evidence: whatever it did on the warn (a nudge, a held
+	// kill, blocked calls) ends.
+	TypeRecover = "loop.recover"
 )
 
 // Actions asked of the supervisor (the body's action field).
 const (
 	ActionKill = "kill"
-	ActionWarn = "warn"
+	ActionWarn    = "warn"
+	ActionRecover = "recover"
 )
 
 // SchemaVersion is the version of the webhook body (docs/webhook.schema.json).

@@ -36,6 +36,7 @@ const (
 	TypeKill       = webhookbody.TypeKill
 	TypeTransition = webhookbody.TypeTransition
 	TypeWarn       = webhookbody.TypeWarn
+	TypeRecover    = webhookbody.TypeRecover
 )
 
 // Limits on what a request may carry.
@@ -154,7 +155,7 @@ func ParseBody(raw []byte) (Body, error) {
 		return b, malformed("body is not the documented JSON: %v", err)
 	}
 	switch b.Type {
-	case TypeKill, TypeTransition, TypeWarn:
+	case TypeKill, TypeTransition, TypeWarn, TypeRecover:
 	default:
 		return b, malformed("unknown type %q", trunc(b.Type))
 	}
@@ -164,11 +165,14 @@ func ParseBody(raw []byte) (Body, error) {
 	if b.DecidedAt.IsZero() {
 		return b, malformed("body has no decided_at")
 	}
-	if (b.Type == TypeKill || b.Type == TypeWarn) && b.ExpiresAt.IsZero() {
+	if (b.Type == TypeKill || b.Type == TypeWarn || b.Type == TypeRecover) && b.ExpiresAt.IsZero() {
 		return b, malformed("%s body has no expires_at", b.Type)
 	}
 	if b.Type == TypeWarn && b.Action != "warn" {
 		return b, malformed("warn body has action %q, want \"warn\"", trunc(b.Action))
+	}
+	if b.Type == TypeRecover && b.Action != "recover" {
+		return b, malformed("recover body has action %q, want \"recover\"", trunc(b.Action))
 	}
 	if b.Type == TypeKill && b.Action != "" && b.Action != "kill" {
 		return b, malformed("kill body has action %q, want \"kill\"", trunc(b.Action))

@@ -27,8 +27,10 @@ const (
 	TypeTransition = webhookbody.TypeTransition
 	TypeKill       = webhookbody.TypeKill
 	TypeWarn       = webhookbody.TypeWarn
+	TypeRecover    = webhookbody.TypeRecover
 	ActionKill     = webhookbody.ActionKill
 	ActionWarn     = webhookbody.ActionWarn
+	ActionRecover  = webhookbody.ActionRecover
 	SchemaVersion  = webhookbody.SchemaVersion
 )
 
@@ -86,6 +88,9 @@ func NewBody(ev *loopevent.Event, typ string, decidedAt, expiresAt time.Time) Bo
 		b.ExpiresAt = expiresAt.UTC()
 		b.Action = ActionWarn
 		b.Nudge = ev.Nudge()
+	case TypeRecover:
+		b.ExpiresAt = expiresAt.UTC()
+		b.Action = ActionRecover
 	}
 	if ev.TokensTotal > 0 || ev.TokensLoop > 0 {
 		b.Tokens = &Tokens{Total: ev.TokensTotal, Loop: ev.TokensLoop}

@@ -146,6 +146,19 @@ func (p *Policy) Records(ev *loopevent.Event, now time.Time) ([]Record, Outcome,
 			recs = append(recs, Record{Dest: DestKill, WebhookID: ev.ID + ".warn", EventID: ev.ID, Type: TypeWarn, ExpiresAt: exp, Body: raw})
 		}
 	}
+	// Leaving a warned state on new evidence ends what the warn started at
+	// the supervisor: its nudge and any call its agent's hook would block.
+	if p.Kill && p.WarnOn[ev.From] && !p.WarnOn[ev.To] {
+		exp := decided.Add(p.KillTTL)
+		if now.Before(exp) {
+			b := NewBody(ev, TypeRecover, decided, exp)
+			raw, err := Marshal(&b)
+			if err != nil {
+				return nil, out, fmt.Errorf("alert_sink: rendering recover body: %w", err)
+			}
+			recs = append(recs, Record{Dest: DestKill, WebhookID: ev.ID + ".recover", EventID: ev.ID, Type: TypeRecover, ExpiresAt: exp, Body: raw})
+		}
+	}
 	if p.Kill && ev.Kill && !ev.DryRun {
 		exp := decided.Add(p.KillTTL)
 		if !now.Before(exp) {
