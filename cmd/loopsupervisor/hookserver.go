@@ -177,6 +177,16 @@ type hookBook struct {
 
 	blocked   int // calls blocked, over the run
 	withdrawn int // held kills dropped because the model changed course
+	// onCall hears of every tool call the hook reports, at its time.
+	onCall func(time.Time)
+	called bool
+}
+
+// sawCall reports whether the hook reported any tool call.
+func (b *hookBook) sawCall() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.called
 }
 
 func newHookBook(patience int, execute func(webhook.Message), logf func(string, ...any)) *hookBook {
@@ -272,6 +282,10 @@ func (b *hookBook) decide(q hookQuery, now time.Time) hookAnswer {
 		// The call already ran: it is not a new call, but a nudge may
 		// ride on its result.
 		return b.nudge(s, q)
+	}
+	b.called = true
+	if b.onCall != nil {
+		b.onCall(now)
 	}
 	k := keyOf(q)
 	repeat := s.repeats(k)

@@ -27,10 +27,14 @@ type result struct {
 	DecidedAt   string `json:"decided_at,omitempty"`
 	AgentPID    int    `json:"agent_pid"`
 	// BlockedCalls counts the tool calls the agent's hook blocked.
-	BlockedCalls int    `json:"blocked_calls,omitempty"`
-	Signal       string `json:"signal"`
-	ExitCode     int    `json:"exit_code"`
-	Time         string `json:"time"`
+	BlockedCalls int `json:"blocked_calls,omitempty"`
+	// Watched says whether the collector announced the agent's telemetry
+	// (loop.seen) before the run ended: false means no loop of the agent
+	// could have been detected.
+	Watched  bool   `json:"watched"`
+	Signal   string `json:"signal"`
+	ExitCode int    `json:"exit_code"`
+	Time     string `json:"time"`
 }
 
 func (s *supervisor) finish(r result) {
@@ -38,6 +42,7 @@ func (s *supervisor) finish(r result) {
 	r.Session = s.sessionID
 	r.AgentPID = s.agent.pid
 	r.BlockedCalls = s.book.blockedCalls()
+	r.Watched = s.watch.watched()
 	r.Time = time.Now().UTC().Format(time.RFC3339Nano)
 	line, _ := json.Marshal(r)
 	line = append(line, '\n')

@@ -43,6 +43,8 @@ type supervisor struct {
 	// book is what the agent's tool-call hook and the verified warns tell
 	// of its sessions.
 	book *hookBook
+	// watch is whether the collector announced the agent's telemetry.
+	watch *watch
 }
 
 // reply is the body of every answer. It carries nothing about the agent:
@@ -111,6 +113,10 @@ func (s *supervisor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if msg.Body.Type == webhook.TypeRecover {
 		s.recover(w, msg, now)
+		return
+	}
+	if msg.Body.Type == webhook.TypeSeen {
+		s.seen(w, msg, now)
 		return
 	}
 	if msg.Body.Type != webhook.TypeKill {
@@ -212,6 +218,23 @@ func (s *supervisor) recover(w http.ResponseWriter, msg webhook.Message, now tim
 		s.log.Printf("verified recovery %s (%s → %s): the hook's nudge and blocks for the session are lifted", msg.Body.ID, msg.Body.Transition.From, msg.Body.Transition.To)
 	}
 	s.answer(w, http.StatusOK, reply{Result: "recovered"})
+}
+
+// seen records the collector's announcement that it receives the agent's
+// telemetry.
+func (s *supervisor) seen(w http.ResponseWriter, msg webhook.Message, now time.Time) {
+	if !now.Before(msg.Body.ExpiresAt) {
+		s.answer(w, http.StatusOK, reply{Result: "expired"})
+		return
+	}
+	if !s.matches(msg.Body.Target) {
+		s.answer(w, http.StatusOK, reply{Result: "not_running"})
+		return
+	}
+	if s.watch.sawTelemetry() {
+		s.log.Printf("watched: the collector receives the agent's telemetry (%s)", msg.Body.ID)
+	}
+	s.answer(w, http.StatusOK, reply{Result: "watched"})
 }
 
 // matches reports whether a kill's target is our agent. The unguessable

@@ -75,6 +75,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer signal.Stop(sigCh)
 
 	env := withExportDefaults(agentEnv(os.Environ(), opt.instanceID, opt.serviceName), opt.exportInterval)
+	if !opt.noAgentTelemetry {
+		env = withClaudeTelemetry(env, opt.argv)
+	}
 	env = append(env, envHookURL+"=http://"+ln.Addr().String()+hookPath, envHookToken+"="+hookToken)
 	a, err := startAgent(opt.argv, env, cred)
 	if err != nil {
@@ -84,6 +87,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	s.agent = a
 	logger.Printf("agent pid %d (process group %d), session %s, webhooks on http://%s", a.pid, a.pid, opt.instanceID, ln.Addr())
 	defer s.serve(ln, mux)()
+	stopWatch := s.watchAgent(env, ln.Addr().String(), time.Now())
+	defer stopWatch()
 	return s.wait(ctx, sigCh)
 }
 
@@ -149,9 +154,32 @@ func newSupervisor(opt options, keys [][]byte, logger *log.Logger, stdout io.Wri
 		hostname:  hostname,
 		killReq:   make(chan webhook.Message, 1),
 		stdout:    stdout,
+		watch:     &watch{},
 	}
 	s.book = newHookBook(opt.hookPatience, func(m webhook.Message) { s.kill(m) }, logger.Printf)
+	s.book.onCall = s.watch.toolCall
 	return s
+}
+
+// watchAgent says once, in one line, when the collector has not announced
+// the agent in time (watch.overdue); the returned stop ends the check.
+func (s *supervisor) watchAgent(env []string, listen string, started time.Time) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				if s.watch.overdue(started, now) {
+					s.log.Print(unwatchedLine(env, s.opt.argv, listen, s.book.sawCall()))
+				}
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // serve answers webhooks and hook queries on ln until the returned stop is
@@ -215,7 +243,7 @@ func (s *supervisor) agentExited() int {
 		s.killing.Store(true)
 		s.terminate()
 	}
-	s.log.Printf("agent exited by itself with code %d; its hook blocked %d calls", code, s.book.blockedCalls())
+	s.log.Printf("agent exited by itself with code %d; its hook blocked %d calls; watched: %t", code, s.book.blockedCalls(), s.watch.watched())
 	return code
 }
 

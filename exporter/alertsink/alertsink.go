@@ -36,6 +36,8 @@ type alertSink struct {
 	now       func() time.Time
 	// enqueue hands records to the exporter's queue; set by the factory.
 	enqueue func(context.Context, []alert.Record) error
+	// sightings are the agent instances announced with loop.seen.
+	sightings *alert.Sightings
 	// stopDue stops the loop that fires delayed Alertmanager alerts.
 	stopDue chan struct{}
 	dueDone chan struct{}
@@ -53,6 +55,7 @@ func newAlertSink(cfg *Config, set exporter.Settings) (*alertSink, error) {
 		telemetry: tb,
 		dests:     map[string]*receiver{},
 		now:       time.Now,
+		sightings: alert.NewSightings(maxSightings),
 		policy: alert.Policy{
 			Kill:    cfg.Kill.Endpoint != "",
 			KillTTL: cfg.Kill.TTL,
@@ -78,6 +81,24 @@ func newAlertSink(cfg *Config, set exporter.Settings) (*alertSink, error) {
 		s.policy.KillTTL = 60 * time.Second
 	}
 	return s, nil
+}
+
+// maxSightings bounds the agent instances remembered as announced; one
+// machine's agents, or a tier of them, fit many times over.
+const maxSightings = 4096
+
+// seen appends the loop.seen record of a resource whose agent instance is
+// new to this run.
+func (s *alertSink) seen(ctx context.Context, recs []alert.Record, res pcommon.Map) []alert.Record {
+	r, ok, err := s.policy.SeenRecord(s.sightings, res, s.now())
+	if err != nil {
+		s.telemetry.AlertsinkEventsInvalid.Add(ctx, 1, metric.WithAttributes(attribute.String("signal", "seen")))
+		return recs
+	}
+	if ok {
+		recs = append(recs, r)
+	}
+	return recs
 }
 
 func toSet(xs []string) map[string]bool {
@@ -227,6 +248,9 @@ type tracesExporter struct {
 
 func (e *tracesExporter) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 	recs := e.sink.toRecords(ctx, alert.ExtractTraces(td), "traces")
+	for i, rss := 0, td.ResourceSpans(); i < rss.Len(); i++ {
+		recs = e.sink.seen(ctx, recs, rss.At(i).Resource().Attributes())
+	}
 	if len(recs) == 0 {
 		return nil
 	}
@@ -241,6 +265,9 @@ type logsExporter struct {
 
 func (e *logsExporter) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	recs := e.sink.toRecords(ctx, alert.ExtractLogs(ld), "logs")
+	for i, rls := 0, ld.ResourceLogs(); i < rls.Len(); i++ {
+		recs = e.sink.seen(ctx, recs, rls.At(i).Resource().Attributes())
+	}
 	if len(recs) == 0 {
 		return nil
 	}

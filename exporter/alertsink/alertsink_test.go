@@ -224,6 +224,7 @@ func TestSyntheticSpanAndLogsInput(t *testing.T) {
 	require.NoError(t, lexp.ConsumeLogs(context.Background(), ld))
 
 	got := map[string]string{}
+	var seen []string
 	for _, h := range rec.all() {
 		var b struct {
 			Target struct {
@@ -231,8 +232,13 @@ func TestSyntheticSpanAndLogsInput(t *testing.T) {
 			} `json:"target"`
 		}
 		require.NoError(t, json.Unmarshal(h.body, &b))
+		if strings.HasSuffix(h.id, ".seen") {
+			seen = append(seen, b.Target.Instance)
+			continue
+		}
 		got[h.id] = b.Target.Instance
 	}
+	assert.Equal(t, []string{"from-resource"}, seen, "the one resource with an instance id is announced once")
 	assert.Equal(t, map[string]string{
 		"ld_s_1.kill": "from-resource",
 		"ld_s_2.kill": "inst-1",

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
 // The response ladder at the kill destination: entering stuck sends a
@@ -124,4 +125,49 @@ func TestLeavingAWarnedStateSendsRecover(t *testing.T) {
 			assert.Equal(t, tc.wantTypes, types)
 		})
 	}
+}
+
+// The first telemetry of an agent instance sends one signed loop.seen to
+// the kill destination, so its supervisor knows the agent is watched; a
+// later batch of the same instance, or a resource without an instance id,
+// sends none.
+func TestFirstTelemetryOfAnInstanceSendsSeen(t *testing.T) {
+	var rec recorder
+	url := recordingServer(t, &rec, http.StatusOK)
+	exp := startTraces(t, testConfig(url+"/kill"), nopSettings())
+	batch := func(instances ...string) ptrace.Traces {
+		td := ptrace.NewTraces()
+		for _, inst := range instances {
+			rs := td.ResourceSpans().AppendEmpty()
+			if inst != "" {
+				rs.Resource().Attributes().PutStr("service.instance.id", inst)
+			}
+			rs.Resource().Attributes().PutInt("process.pid", 4242)
+			rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty().SetName("chat model")
+		}
+		return td
+	}
+	require.NoError(t, exp.ConsumeTraces(context.Background(), batch("inst-a", "", "inst-a")))
+	require.NoError(t, exp.ConsumeTraces(context.Background(), batch("inst-a", "inst-b")))
+
+	var got []string
+	for _, h := range rec.all() {
+		var body struct {
+			Type, Action, ID string
+			ExpiresAt        string `json:"expires_at"`
+			Target           struct {
+				Instance string `json:"service_instance_id"`
+				PID      int64  `json:"pid"`
+			} `json:"target"`
+		}
+		require.NoError(t, json.Unmarshal(h.body, &body))
+		assert.Equal(t, "loop.seen", body.Type)
+		assert.Equal(t, "seen", body.Action)
+		assert.Equal(t, body.ID+".seen", h.id)
+		assert.NotEmpty(t, h.signature, "signed like every notice to the kill destination")
+		assert.NotEmpty(t, body.ExpiresAt)
+		assert.Equal(t, int64(4242), body.Target.PID)
+		got = append(got, body.Target.Instance)
+	}
+	assert.Equal(t, []string{"inst-a", "inst-b"}, got)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/otelcol-loop/otelcol-loop/exporter/alertsink/internal/alert"
 )
@@ -31,6 +32,18 @@ func TestBodyMatchesSchema(t *testing.T) {
 	recs, _, err := p.Records(&ev, time.Now())
 	require.NoError(t, err)
 	require.Len(t, recs, 3, "warn, kill and transition")
+	back := killEvent("ld_schema_2", time.Now())
+	back.From, back.To, back.Kill = "stuck", "working", false
+	more, _, err := p.Records(&back, time.Now())
+	require.NoError(t, err)
+	recs = append(recs, more...)
+	res := pcommon.NewMap()
+	res.PutStr("service.instance.id", "inst-schema")
+	seen, ok, err := p.SeenRecord(alert.NewSightings(4), res, time.Now())
+	require.NoError(t, err)
+	require.True(t, ok)
+	recs = append(recs, seen)
+	require.Len(t, recs, 6, "warn, kill, transition, recover, transition, seen")
 	for _, r := range recs {
 		var body map[string]json.RawMessage
 		require.NoError(t, json.Unmarshal(r.Body, &body))
@@ -53,7 +66,7 @@ func TestBodyMatchesSchema(t *testing.T) {
 				assert.Contains(t, sub.Properties, kk, "body key %s.%s missing from the schema", k, kk)
 			}
 		}
-		if r.Type == alert.TypeKill || r.Type == alert.TypeWarn {
+		if r.Type != alert.TypeTransition {
 			assert.Contains(t, body, "expires_at")
 			assert.Contains(t, body, "action")
 		} else {

@@ -22,13 +22,18 @@ const (
 	// state on new evidence: whatever it did on the warn (a nudge, a held
 	// kill, blocked calls) ends.
 	TypeRecover = "loop.recover"
+	// TypeSeen tells the supervisor that the collector receives its
+	// agent's telemetry: the agent is watched. Once per agent instance
+	// and collector run; it names no session and no verdict.
+	TypeSeen = "loop.seen"
 )
 
 // Actions asked of the supervisor (the body's action field).
 const (
-	ActionKill = "kill"
+	ActionKill    = "kill"
 	ActionWarn    = "warn"
 	ActionRecover = "recover"
+	ActionSeen    = "seen"
 )
 
 // SchemaVersion is the version of the webhook body (docs/webhook.schema.json).

@@ -37,6 +37,7 @@ const (
 	TypeTransition = webhookbody.TypeTransition
 	TypeWarn       = webhookbody.TypeWarn
 	TypeRecover    = webhookbody.TypeRecover
+	TypeSeen       = webhookbody.TypeSeen
 )
 
 // Limits on what a request may carry.
@@ -155,7 +156,7 @@ func ParseBody(raw []byte) (Body, error) {
 		return b, malformed("body is not the documented JSON: %v", err)
 	}
 	switch b.Type {
-	case TypeKill, TypeTransition, TypeWarn, TypeRecover:
+	case TypeKill, TypeTransition, TypeWarn, TypeRecover, TypeSeen:
 	default:
 		return b, malformed("unknown type %q", trunc(b.Type))
 	}
@@ -165,11 +166,14 @@ func ParseBody(raw []byte) (Body, error) {
 	if b.DecidedAt.IsZero() {
 		return b, malformed("body has no decided_at")
 	}
-	if (b.Type == TypeKill || b.Type == TypeWarn || b.Type == TypeRecover) && b.ExpiresAt.IsZero() {
+	if (b.Type == TypeKill || b.Type == TypeWarn || b.Type == TypeRecover || b.Type == TypeSeen) && b.ExpiresAt.IsZero() {
 		return b, malformed("%s body has no expires_at", b.Type)
 	}
 	if b.Type == TypeWarn && b.Action != "warn" {
 		return b, malformed("warn body has action %q, want \"warn\"", trunc(b.Action))
+	}
+	if b.Type == TypeSeen && b.Action != "seen" {
+		return b, malformed("seen body has action %q, want \"seen\"", trunc(b.Action))
 	}
 	if b.Type == TypeRecover && b.Action != "recover" {
 		return b, malformed("recover body has action %q, want \"recover\"", trunc(b.Action))

@@ -28,6 +28,7 @@ const (
 	TypeKill       = webhookbody.TypeKill
 	TypeWarn       = webhookbody.TypeWarn
 	TypeRecover    = webhookbody.TypeRecover
+	TypeSeen       = webhookbody.TypeSeen
 	ActionKill     = webhookbody.ActionKill
 	ActionWarn     = webhookbody.ActionWarn
 	ActionRecover  = webhookbody.ActionRecover
