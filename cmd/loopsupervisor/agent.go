@@ -120,7 +120,7 @@ func startAgent(argv, env []string, cred *syscall.Credential) (*agent, error) {
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
 		Env:   env,
 		Files: []uintptr{os.Stdin.Fd(), os.Stdout.Fd(), os.Stderr.Fd()},
-		Sys:   &syscall.SysProcAttr{Setpgid: true, Credential: cred},
+		Sys:   agentProcAttr(cred),
 	})
 	if err != nil {
 		return nil, err
