@@ -78,6 +78,31 @@ func agentEnv(base []string, id, serviceName string) []string {
 	return append(out, envSessionID+"="+id)
 }
 
+// routeAttr is the resource attribute by which the agent names its
+// supervisor's address, so that a collector with several supervisors
+// (alert_sink's kill.only_named_agents) sends its notices only here.
+const routeAttr = "loopsupervisor.listen"
+
+// withRoute names listen as the agent's supervisor in the agent's
+// OTEL_RESOURCE_ATTRIBUTES (agentEnv put one there), replacing an
+// inherited one.
+func withRoute(env []string, listen string) []string {
+	for i, kv := range env {
+		v, ok := strings.CutPrefix(kv, "OTEL_RESOURCE_ATTRIBUTES=")
+		if !ok {
+			continue
+		}
+		var parts []string
+		for _, p := range strings.Split(v, ",") {
+			if k, _, _ := strings.Cut(p, "="); strings.TrimSpace(k) != routeAttr {
+				parts = append(parts, p)
+			}
+		}
+		env[i] = "OTEL_RESOURCE_ATTRIBUTES=" + strings.Join(append(parts, routeAttr+"="+listen), ",")
+	}
+	return env
+}
+
 // exportDelayVars are the OTel SDK settings that hold an agent's finished
 // spans and log records before export: the batch span and log record
 // processors' delays (OTel SDKs) and Claude Code's logs interval. Each

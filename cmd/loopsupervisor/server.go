@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"io"
@@ -237,15 +236,16 @@ func (s *supervisor) seen(w http.ResponseWriter, msg webhook.Message, now time.T
 	s.answer(w, http.StatusOK, reply{Result: "watched"})
 }
 
-// matches reports whether a kill's target is our agent. The unguessable
-// service.instance.id we gave it is required: a PID or host name is no
-// secret (a sender can put any process.pid on its spans), so they may only
-// narrow the match, never replace the id. The PID may be any process of the
-// agent's group: agents that relaunch themselves (Gemini CLI runs its work
-// in a child node process) or run under a wrapper (npx, sh -c) report a
-// child's PID.
+// matches reports whether a notice's target is our agent. The unguessable
+// service.instance.id we gave it is required, as its digest under one of
+// our keys (schema 2) or, on a signed schema 1 body, as itself: a PID or
+// host name is no secret (a sender can put any process.pid on its spans),
+// so they may only narrow the match, never replace the id. The PID may be
+// any process of the agent's group: agents that relaunch themselves (Gemini
+// CLI runs its work in a child node process) or run under a wrapper (npx,
+// sh -c) report a child's PID.
 func (s *supervisor) matches(t webhook.Target) bool {
-	if t.ServiceInstanceID == "" || subtle.ConstantTimeCompare([]byte(t.ServiceInstanceID), []byte(s.sessionID)) != 1 {
+	if !t.Names(s.sessionID, s.verifier.Keys) {
 		return false
 	}
 	if t.PID > 0 && t.PID != int64(s.agent.pid) && !inGroup(t.PID, s.agent.pid) {

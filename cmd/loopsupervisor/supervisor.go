@@ -75,6 +75,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer signal.Stop(sigCh)
 
 	env := withExportDefaults(agentEnv(os.Environ(), opt.instanceID, opt.serviceName), opt.exportInterval)
+	env = withRoute(env, ln.Addr().String())
 	if !opt.noAgentTelemetry {
 		env = withClaudeTelemetry(env, opt.argv)
 	}

@@ -117,3 +117,9 @@ func mustJSON(t *testing.T, v any) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+func TestAgentNamesItsSupervisorInItsResource(t *testing.T) {
+	env := agentEnv([]string{"OTEL_RESOURCE_ATTRIBUTES=team=a,loopsupervisor.listen=127.0.0.1:1"}, "inst-x", "")
+	env = withRoute(env, "127.0.0.1:8788")
+	assert.Contains(t, env, "OTEL_RESOURCE_ATTRIBUTES=team=a,service.instance.id=inst-x,loopsupervisor.listen=127.0.0.1:8788", "an inherited name is replaced")
+}

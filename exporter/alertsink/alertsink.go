@@ -3,6 +3,7 @@ package alertsink // import "github.com/otelcol-loop/otelcol-loop/exporter/alert
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -101,6 +102,15 @@ func (s *alertSink) seen(ctx context.Context, recs []alert.Record, res pcommon.M
 	return recs
 }
 
+// firstKey is the first signing key of a destination (nil when it has
+// none): the key its bodies' instance digests are made with.
+func (s *alertSink) firstKey(name string) []byte {
+	if d, ok := s.dests[name]; ok && len(d.goneKeys) > 0 {
+		return d.goneKeys[0]
+	}
+	return nil
+}
+
 func toSet(xs []string) map[string]bool {
 	if len(xs) == 0 {
 		return nil
@@ -118,6 +128,14 @@ func (s *alertSink) start(ctx context.Context, host component.Host) error {
 	}
 	if err := s.addSignedWebhook(ctx, host, alert.DestAlerts, &s.cfg.Alerts.DestinationConfig); err != nil {
 		return err
+	}
+	s.policy.KillKey, s.policy.AlertsKey = s.firstKey(alert.DestKill), s.firstKey(alert.DestAlerts)
+	if s.cfg.Kill.OnlyNamedAgents {
+		u, err := url.Parse(s.cfg.Kill.Endpoint)
+		if err != nil {
+			return fmt.Errorf("kill.endpoint: %w", err)
+		}
+		s.policy.KillListen = u.Host
 	}
 	if am := &s.cfg.Alertmanager; am.Endpoint != "" {
 		api, err := newAlertmanagerAPI(am.Endpoint)
@@ -165,7 +183,7 @@ func (s *alertSink) toRecords(ctx context.Context, x alert.Extracted, signal str
 	now := s.now()
 	for i := range x.Events {
 		ev := &x.Events[i]
-		rs, out, err := s.policy.Records(ev, now)
+		rs, out, err := s.policy.Records(ev, x.Routes[i], now)
 		if err != nil {
 			s.telemetry.AlertsinkEventsInvalid.Add(ctx, 1, metric.WithAttributes(attribute.String("signal", signal)))
 			s.logger.Debug("alert_sink: dropped transition event", zap.Error(err))

@@ -25,6 +25,7 @@ import (
 	"github.com/otelcol-loop/otelcol-loop/exporter/alertsink/internal/metadatatest"
 	"github.com/otelcol-loop/otelcol-loop/internal/loopevent"
 	"github.com/otelcol-loop/otelcol-loop/internal/stdwebhook"
+	"github.com/otelcol-loop/otelcol-loop/internal/webhookbody"
 )
 
 // The Standard Webhooks known-answer vector, through the signer the
@@ -79,7 +80,9 @@ func TestKillBodyHeadersAndRotation(t *testing.T) {
 	assert.Equal(t, "2030-01-02T03:04:05Z", body["decided_at"])
 	assert.Equal(t, "2030-01-02T03:05:05Z", body["expires_at"])
 	target := body["target"].(map[string]any)
-	assert.Equal(t, "inst-1", target["service_instance_id"])
+	assert.NotContains(t, target, "service_instance_id", "the kill capability never travels")
+	assert.Equal(t, webhookbody.DigestInstance(k1, "inst-1"), target["instance_digest"], "named under the first secret; the supervisor tries each of its keys")
+	assert.Equal(t, "2", body["schema_version"])
 	assert.EqualValues(t, 4242, target["pid"])
 	tr := body["transition"].(map[string]any)
 	assert.Equal(t, "stuck", tr["to"])
@@ -227,16 +230,15 @@ func TestSyntheticSpanAndLogsInput(t *testing.T) {
 	var seen []string
 	for _, h := range rec.all() {
 		var b struct {
-			Target struct {
-				Instance string `json:"service_instance_id"`
-			} `json:"target"`
+			Target webhookbody.Target `json:"target"`
 		}
 		require.NoError(t, json.Unmarshal(h.body, &b))
+		inst := instanceNamed(t, b.Target, "from-resource", "inst-1")
 		if strings.HasSuffix(h.id, ".seen") {
-			seen = append(seen, b.Target.Instance)
+			seen = append(seen, inst)
 			continue
 		}
-		got[h.id] = b.Target.Instance
+		got[h.id] = inst
 	}
 	assert.Equal(t, []string{"from-resource"}, seen, "the one resource with an instance id is announced once")
 	assert.Equal(t, map[string]string{

@@ -96,6 +96,16 @@ type KillConfig struct {
 	// warn expires like a kill, after ttl. In dry-run mode the warns are
 	// still sent while kills are only marked.
 	WarnOn []string `mapstructure:"warn_on"`
+
+	// OnlyNamedAgents sends this destination only the notices of agents
+	// whose resource names it: loopsupervisor.listen equal to the
+	// endpoint's host:port, which loopsupervisor gives the agent it starts
+	// (key `kill.only_named_agents`, default false: every agent's). With
+	// several supervisors on one collector it keeps each agent's notices
+	// to its own supervisor, so a process squatting on a free supervisor
+	// port receives nothing about anyone. The telemetry only narrows
+	// where a notice goes; it never adds a destination.
+	OnlyNamedAgents bool `mapstructure:"only_named_agents"`
 }
 
 // AlertsConfig is the destination of state alerts.

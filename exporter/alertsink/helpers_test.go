@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -23,6 +24,8 @@ import (
 
 	"github.com/otelcol-loop/otelcol-loop/exporter/alertsink/internal/metadata"
 	"github.com/otelcol-loop/otelcol-loop/internal/loopevent"
+	"github.com/otelcol-loop/otelcol-loop/internal/stdwebhook"
+	"github.com/otelcol-loop/otelcol-loop/internal/webhookbody"
 )
 
 // Test secrets. testSecret is the Standard Webhooks published vector's key.
@@ -173,3 +176,18 @@ func sumCounter(t *testing.T, tel *componenttest.Telemetry, name string, want ..
 
 var _ = pcommon.NewMap
 var _ component.ID
+
+// instanceNamed is the candidate instance id a body's target names under
+// the test secret's key ("" for none): bodies carry only its digest.
+func instanceNamed(t *testing.T, target webhookbody.Target, candidates ...string) string {
+	t.Helper()
+	k, err := stdwebhook.ParseSecret(testSecret)
+	require.NoError(t, err)
+	assert.Empty(t, target.ServiceInstanceID, "the raw instance id never leaves for the kill destination")
+	for _, c := range candidates {
+		if target.Names(c, [][]byte{k}) {
+			return c
+		}
+	}
+	return ""
+}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/webhookbody"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
@@ -105,12 +107,10 @@ func TestLeavingAWarnedStateSendsRecover(t *testing.T) {
 			var types []string
 			for _, h := range rec.all() {
 				var body struct {
-					Type      string `json:"type"`
-					Action    string `json:"action"`
-					ExpiresAt string `json:"expires_at"`
-					Target    struct {
-						ServiceInstanceID string `json:"service_instance_id"`
-					} `json:"target"`
+					Type      string             `json:"type"`
+					Action    string             `json:"action"`
+					ExpiresAt string             `json:"expires_at"`
+					Target    webhookbody.Target `json:"target"`
 				}
 				require.NoError(t, json.Unmarshal(h.body, &body))
 				types = append(types, body.Type)
@@ -119,7 +119,7 @@ func TestLeavingAWarnedStateSendsRecover(t *testing.T) {
 					assert.Equal(t, "ld_r_3.recover", h.id)
 					assert.Equal(t, "recover", body.Action)
 					assert.NotEmpty(t, body.ExpiresAt)
-					assert.Equal(t, "inst-1", body.Target.ServiceInstanceID, "the supervisor matches a recover to its agent as it does a kill")
+					assert.Equal(t, "inst-1", instanceNamed(t, body.Target, "inst-1"), "the supervisor matches a recover to its agent as it does a kill")
 				}
 			}
 			assert.Equal(t, tc.wantTypes, types)
@@ -154,11 +154,8 @@ func TestFirstTelemetryOfAnInstanceSendsSeen(t *testing.T) {
 	for _, h := range rec.all() {
 		var body struct {
 			Type, Action, ID string
-			ExpiresAt        string `json:"expires_at"`
-			Target           struct {
-				Instance string `json:"service_instance_id"`
-				PID      int64  `json:"pid"`
-			} `json:"target"`
+			ExpiresAt        string             `json:"expires_at"`
+			Target           webhookbody.Target `json:"target"`
 		}
 		require.NoError(t, json.Unmarshal(h.body, &body))
 		assert.Equal(t, "loop.seen", body.Type)
@@ -167,7 +164,7 @@ func TestFirstTelemetryOfAnInstanceSendsSeen(t *testing.T) {
 		assert.NotEmpty(t, h.signature, "signed like every notice to the kill destination")
 		assert.NotEmpty(t, body.ExpiresAt)
 		assert.Equal(t, int64(4242), body.Target.PID)
-		got = append(got, body.Target.Instance)
+		got = append(got, instanceNamed(t, body.Target, "inst-a", "inst-b"))
 	}
 	assert.Equal(t, []string{"inst-a", "inst-b"}, got)
 }

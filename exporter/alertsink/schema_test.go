@@ -29,12 +29,12 @@ func TestBodyMatchesSchema(t *testing.T) {
 	ev.FirstLoopSpanID, ev.DelayCalls, ev.DelaySeconds, ev.Client = "a1a2a3a4a5a6a7a8", 5, 12.5, "genai_semconv"
 	ev.TokensTotal, ev.TokensLoop = 50_000, 20_000
 	p := alert.Policy{Kill: true, KillTTL: time.Minute, Alerts: true, WarnOn: map[string]bool{"stuck": true}}
-	recs, _, err := p.Records(&ev, time.Now())
+	recs, _, err := p.Records(&ev, "", time.Now())
 	require.NoError(t, err)
 	require.Len(t, recs, 3, "warn, kill and transition")
 	back := killEvent("ld_schema_2", time.Now())
 	back.From, back.To, back.Kill = "stuck", "working", false
-	more, _, err := p.Records(&back, time.Now())
+	more, _, err := p.Records(&back, "", time.Now())
 	require.NoError(t, err)
 	recs = append(recs, more...)
 	res := pcommon.NewMap()

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-loop/otelcol-loop/exporter/alertsink/internal/alert"
+	"github.com/otelcol-loop/otelcol-loop/internal/webhookbody"
 )
 
 // targets renders one kill event for the kill and alerts destinations and
@@ -16,7 +17,7 @@ import (
 func targets(t *testing.T, p alert.Policy) map[string]map[string]any {
 	t.Helper()
 	ev := killEvent("ld_target_1", time.Now())
-	recs, _, err := p.Records(&ev, time.Now())
+	recs, _, err := p.Records(&ev, "", time.Now())
 	require.NoError(t, err)
 	out := map[string]map[string]any{}
 	for _, r := range recs {
@@ -30,19 +31,44 @@ func targets(t *testing.T, p alert.Policy) map[string]map[string]any {
 	return out
 }
 
-// TestAlertsCarryNoKillTarget: the alert receiver is not trusted with
-// kills, so its loop.transition bodies leave out the instance id a
-// supervisor kills by, while the kill keeps it; alerts.include_instance_id
-// puts it back.
-func TestAlertsCarryNoKillTarget(t *testing.T) {
-	p := alert.Policy{Kill: true, KillTTL: time.Minute, Alerts: true}
+// TestBodiesNameTheAgentOnlyByAKeyedDigest: the instance id is the kill
+// capability, so no body carries it: the kill names the agent by its
+// digest under the kill destination's key, the alert under the alerts
+// destination's (none when unsigned); alerts.include_instance_id puts the
+// raw id back into alerts only.
+func TestBodiesNameTheAgentOnlyByAKeyedDigest(t *testing.T) {
+	killKey, alertsKey := []byte("kill key"), []byte("alerts key")
+	p := alert.Policy{Kill: true, KillTTL: time.Minute, Alerts: true, KillKey: killKey}
 	got := targets(t, p)
-	assert.Equal(t, "inst-1", got[alert.TypeKill]["service_instance_id"])
-	assert.NotContains(t, got[alert.TypeTransition], "service_instance_id")
-	assert.Equal(t, map[string]any{"service_name": "agent", "pid": float64(4242), "host_name": "h1"}, got[alert.TypeTransition])
+	assert.NotContains(t, got[alert.TypeKill], "service_instance_id")
+	assert.Equal(t, webhookbody.DigestInstance(killKey, "inst-1"), got[alert.TypeKill]["instance_digest"])
+	assert.Equal(t, map[string]any{"service_name": "agent", "pid": float64(4242), "host_name": "h1"}, got[alert.TypeTransition], "an unsigned alert names no instance at all")
+
+	p.AlertsKey = alertsKey
+	assert.Equal(t, webhookbody.DigestInstance(alertsKey, "inst-1"), targets(t, p)[alert.TypeTransition]["instance_digest"], "under the alerts key: the alert receiver cannot make a kill's digest")
 
 	p.AlertsInstanceID = true
 	assert.Equal(t, "inst-1", targets(t, p)[alert.TypeTransition]["service_instance_id"])
+	assert.NotContains(t, targets(t, p)[alert.TypeKill], "service_instance_id")
 
 	assert.False(t, createDefaultConfig().(*Config).Alerts.IncludeInstanceID, "off by default")
+}
+
+// With kill.only_named_agents, an agent's notices go to the kill
+// destination only when its resource names that destination.
+func TestOnlyNamedAgentsReachTheKillDestination(t *testing.T) {
+	p := alert.Policy{Kill: true, KillTTL: time.Minute, KillKey: []byte("k"), KillListen: "127.0.0.1:8788"}
+	ev := killEvent("ld_route_1", time.Now())
+	for _, tc := range []struct {
+		route string
+		want  int
+	}{{"127.0.0.1:8788", 1}, {"127.0.0.1:8787", 0}, {"", 0}} {
+		recs, _, err := p.Records(&ev, tc.route, time.Now())
+		require.NoError(t, err)
+		assert.Len(t, recs, tc.want, "route %q", tc.route)
+	}
+	p.KillListen = ""
+	recs, _, err := p.Records(&ev, "", time.Now())
+	require.NoError(t, err)
+	assert.Len(t, recs, 1, "without the setting every agent's notices go there")
 }

@@ -6,9 +6,10 @@
 package webhookbody // import "github.com/otelcol-loop/otelcol-loop/internal/webhookbody"
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"time"
-
-	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
 )
 
 // Body types.
@@ -37,7 +38,9 @@ const (
 )
 
 // SchemaVersion is the version of the webhook body (docs/webhook.schema.json).
-const SchemaVersion = "1"
+// Version 2 names the agent by a keyed digest of its instance id
+// (Target.InstanceDigest) instead of the id.
+const SchemaVersion = "2"
 
 // Body is the JSON body of one webhook.
 type Body struct {
@@ -60,7 +63,7 @@ type Body struct {
 	// Session identifies the agent session.
 	Session Session `json:"session"`
 	// Target identifies the agent process a kill must reach.
-	Target engine.Target `json:"target"`
+	Target Target `json:"target"`
 	// Transition is the state change and the loop that caused it.
 	Transition Transition `json:"transition"`
 	// Evidence carries keyed digests only.
@@ -69,6 +72,51 @@ type Body struct {
 	Tokens *Tokens `json:"tokens,omitempty"`
 	// Versions names the normalizer and fingerprint definitions in force.
 	Versions Versions `json:"versions"`
+}
+
+// Target names the agent process a notice is about so that only its own
+// supervisor recognises it: the instance id is the kill capability (who
+// knows it can have a kill issued by sending spans that name it), so it
+// travels only as a digest keyed with the destination's signing key.
+type Target struct {
+	// ServiceName is service.name.
+	ServiceName string `json:"service_name,omitempty"`
+	// InstanceDigest is DigestInstance of service.instance.id under the
+	// destination's first signing key; empty on unsigned destinations.
+	InstanceDigest string `json:"instance_digest,omitempty"`
+	// ServiceInstanceID is the raw id: only on the alerts destination with
+	// alerts.include_instance_id, and on schema 1 bodies.
+	ServiceInstanceID string `json:"service_instance_id,omitempty"`
+	// PID is process.pid (0 when unknown).
+	PID int64 `json:"pid,omitempty"`
+	// HostName is host.name.
+	HostName string `json:"host_name,omitempty"`
+}
+
+// DigestInstance is the digest a body names an instance id by:
+// "hmac-sha256:" and the hex HMAC-SHA256 of the id under key.
+func DigestInstance(key []byte, id string) string {
+	m := hmac.New(sha256.New, key)
+	_, _ = m.Write([]byte(id))
+	return "hmac-sha256:" + hex.EncodeToString(m.Sum(nil))
+}
+
+// Names reports whether t names the instance id under one of keys: by its
+// digest, or on a schema 1 body by the id itself. Both compare in
+// constant time.
+func (t Target) Names(id string, keys [][]byte) bool {
+	if id == "" {
+		return false
+	}
+	if t.InstanceDigest != "" {
+		for _, k := range keys {
+			if hmac.Equal([]byte(t.InstanceDigest), []byte(DigestInstance(k, id))) {
+				return true
+			}
+		}
+		return false
+	}
+	return t.ServiceInstanceID != "" && hmac.Equal([]byte(t.ServiceInstanceID), []byte(id))
 }
 
 // Tokens is what the session's model calls used, when the agent reports it.

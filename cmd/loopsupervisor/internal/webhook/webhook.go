@@ -19,7 +19,6 @@ import (
 
 	"github.com/otelcol-loop/otelcol-loop/internal/stdwebhook"
 	"github.com/otelcol-loop/otelcol-loop/internal/webhookbody"
-	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
 )
 
 // The body is defined once, in internal/webhookbody: the supervisor decodes
@@ -28,7 +27,7 @@ type (
 	// Body is the part of the webhook body the supervisor acts on.
 	Body = webhookbody.Body
 	// Target is the body's target object.
-	Target = engine.Target
+	Target = webhookbody.Target
 )
 
 // Body types.

@@ -126,7 +126,7 @@ func TestStatesNotConfiguredFireNothing(t *testing.T) {
 func TestPolicyQueuesOneAlertmanagerRecordPerEvent(t *testing.T) {
 	p := Policy{Alertmanager: newAM()}
 	ev := transition(1, "s", "working", "stuck", "frequent_identical", t0)
-	recs, _, err := p.Records(&ev, t0)
+	recs, _, err := p.Records(&ev, "", t0)
 	require.NoError(t, err)
 	require.Len(t, recs, 1)
 	assert.Equal(t, DestAlertmanager, recs[0].Dest)

@@ -35,9 +35,11 @@ const (
 	SchemaVersion  = webhookbody.SchemaVersion
 )
 
-// NewBody builds the body of a webhook of type typ for ev. expiresAt is set
-// only on kills and warns.
-func NewBody(ev *loopevent.Event, typ string, decidedAt, expiresAt time.Time) Body {
+// NewBody builds the body of a webhook of type typ for ev, its target's
+// instance digest made with key (webhookbody.DigestInstance). expiresAt is
+// set on every type but transitions. The raw instance id is in the target
+// too: the caller keeps it only where it is allowed (Policy.Records).
+func NewBody(ev *loopevent.Event, typ string, decidedAt, expiresAt time.Time, key []byte) Body {
 	b := Body{
 		SchemaVersion: SchemaVersion,
 		Type:          typ,
@@ -51,7 +53,10 @@ func NewBody(ev *loopevent.Event, typ string, decidedAt, expiresAt time.Time) Bo
 			Agent:   ev.Agent,
 			Client:  ev.Client,
 		},
-		Target: ev.Target,
+		Target: webhookbody.Target{
+			ServiceName: ev.Target.ServiceName, InstanceDigest: digest(key, ev.Target.ServiceInstanceID),
+			ServiceInstanceID: ev.Target.ServiceInstanceID, PID: ev.Target.PID, HostName: ev.Target.HostName,
+		},
 		Transition: webhookbody.Transition{
 			From:            ev.From,
 			To:              ev.To,

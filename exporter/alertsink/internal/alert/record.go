@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/loopevent"
+	"github.com/otelcol-loop/otelcol-loop/internal/webhookbody"
 )
 
 // Destinations of a record.
@@ -105,6 +106,14 @@ type Policy struct {
 	// AlertsInstanceID keeps target.service_instance_id in the alerts
 	// destination's bodies; without it they carry no kill target.
 	AlertsInstanceID bool
+	// KillKey and AlertsKey are the destinations' first signing keys: a
+	// body names its agent by the instance id's digest under its own
+	// destination's key (webhookbody.DigestInstance), never by the id.
+	KillKey, AlertsKey []byte
+	// KillListen, when set (kill.only_named_agents), is the host:port of
+	// the kill endpoint: only agents whose resource names it
+	// (loopsupervisor.listen) have notices sent there.
+	KillListen string
 	// Alertmanager, when set, turns events into Alertmanager alerts.
 	Alertmanager *Alertmanager
 }
@@ -122,8 +131,9 @@ type Outcome struct {
 // ErrNoID reports an event without the stable id the webhook-id needs.
 var ErrNoID = errors.New("alert_sink: transition event has no " + loopevent.AttrID)
 
-// Records converts one event into the records to queue.
-func (p *Policy) Records(ev *loopevent.Event, now time.Time) ([]Record, Outcome, error) {
+// Records converts one event into the records to queue. route is the
+// loopsupervisor.listen its agent's resource names ("" for none).
+func (p *Policy) Records(ev *loopevent.Event, route string, now time.Time) ([]Record, Outcome, error) {
 	var out Outcome
 	if ev.ID == "" {
 		return nil, out, ErrNoID
@@ -133,12 +143,14 @@ func (p *Policy) Records(ev *loopevent.Event, now time.Time) ([]Record, Outcome,
 		decided = now
 	}
 	var recs []Record
+	kill := p.Kill && p.routesTo(route)
 	// The warn goes first: a transition that enters stuck and kills at once
 	// still reaches the supervisor as warn, then kill.
-	if p.Kill && p.WarnOn[ev.To] && ev.From != ev.To {
+	if kill && p.WarnOn[ev.To] && ev.From != ev.To {
 		exp := decided.Add(p.KillTTL)
 		if now.Before(exp) {
-			b := NewBody(ev, TypeWarn, decided, exp)
+			b := NewBody(ev, TypeWarn, decided, exp, p.KillKey)
+			b.Target.ServiceInstanceID = ""
 			raw, err := Marshal(&b)
 			if err != nil {
 				return nil, out, fmt.Errorf("alert_sink: rendering warn body: %w", err)
@@ -148,10 +160,11 @@ func (p *Policy) Records(ev *loopevent.Event, now time.Time) ([]Record, Outcome,
 	}
 	// Leaving a warned state on new evidence ends what the warn started at
 	// the supervisor: its nudge and any call its agent's hook would block.
-	if p.Kill && p.WarnOn[ev.From] && !p.WarnOn[ev.To] {
+	if kill && p.WarnOn[ev.From] && !p.WarnOn[ev.To] {
 		exp := decided.Add(p.KillTTL)
 		if now.Before(exp) {
-			b := NewBody(ev, TypeRecover, decided, exp)
+			b := NewBody(ev, TypeRecover, decided, exp, p.KillKey)
+			b.Target.ServiceInstanceID = ""
 			raw, err := Marshal(&b)
 			if err != nil {
 				return nil, out, fmt.Errorf("alert_sink: rendering recover body: %w", err)
@@ -159,12 +172,13 @@ func (p *Policy) Records(ev *loopevent.Event, now time.Time) ([]Record, Outcome,
 			recs = append(recs, Record{Dest: DestKill, WebhookID: ev.ID + ".recover", EventID: ev.ID, Type: TypeRecover, ExpiresAt: exp, Body: raw})
 		}
 	}
-	if p.Kill && ev.Kill && !ev.DryRun {
+	if kill && ev.Kill && !ev.DryRun {
 		exp := decided.Add(p.KillTTL)
 		if !now.Before(exp) {
 			out.Expired = true
 		} else {
-			b := NewBody(ev, TypeKill, decided, exp)
+			b := NewBody(ev, TypeKill, decided, exp, p.KillKey)
+			b.Target.ServiceInstanceID = ""
 			raw, err := Marshal(&b)
 			if err != nil {
 				return nil, out, fmt.Errorf("alert_sink: rendering kill body: %w", err)
@@ -174,7 +188,7 @@ func (p *Policy) Records(ev *loopevent.Event, now time.Time) ([]Record, Outcome,
 	}
 	if p.Alerts {
 		if (p.States == nil || p.States[ev.To]) && (p.Reasons == nil || p.Reasons[ev.Reason]) {
-			b := NewBody(ev, TypeTransition, decided, time.Time{})
+			b := NewBody(ev, TypeTransition, decided, time.Time{}, p.AlertsKey)
 			if !p.AlertsInstanceID {
 				b.Target.ServiceInstanceID = ""
 			}
@@ -197,6 +211,32 @@ func (p *Policy) Records(ev *loopevent.Event, now time.Time) ([]Record, Outcome,
 		}
 	}
 	return recs, out, nil
+}
+
+// routesTo reports whether notices of an agent whose resource names route
+// go to the kill destination.
+func (p *Policy) routesTo(route string) bool {
+	return p.KillListen == "" || route == p.KillListen
+}
+
+// digest is the instance id's digest under key; "" without a key or id.
+func digest(key []byte, id string) string {
+	if len(key) == 0 || id == "" {
+		return ""
+	}
+	return webhookbody.DigestInstance(key, id)
+}
+
+// RouteAttr is the resource attribute by which an agent names the
+// supervisor that started it (host:port, as loopsupervisor sets it).
+const RouteAttr = "loopsupervisor.listen"
+
+// Route is the RouteAttr of a resource, "" when it has none.
+func Route(res pcommon.Map) string {
+	if v, ok := res.Get(RouteAttr); ok {
+		return v.Str()
+	}
+	return ""
 }
 
 // FillTarget completes an event's target from the resource of the span or
@@ -227,6 +267,8 @@ func FillTarget(ev *loopevent.Event, res pcommon.Map) {
 // Extracted is what ExtractTraces and ExtractLogs found.
 type Extracted struct {
 	Events []loopevent.Event
+	// Routes holds each event's RouteAttr ("" when its resource has none).
+	Routes []string
 	// Invalid counts transition events that could not be decoded.
 	Invalid int
 }
@@ -243,6 +285,7 @@ func (x *Extracted) add(attrs, res pcommon.Map, seen map[string]bool) {
 	seen[ev.ID] = true
 	FillTarget(&ev, res)
 	x.Events = append(x.Events, ev)
+	x.Routes = append(x.Routes, Route(res))
 }
 
 // ExtractTraces finds the transition events in td: span events named

@@ -58,7 +58,7 @@ func (s *Sightings) first(id string) bool {
 // supervisor can be waiting for it) gets none, and so does every resource
 // without the kill destination.
 func (p *Policy) SeenRecord(s *Sightings, res pcommon.Map, now time.Time) (rec Record, ok bool, err error) {
-	if !p.Kill || s == nil {
+	if !p.Kill || s == nil || !p.routesTo(Route(res)) {
 		return rec, false, nil
 	}
 	v, found := res.Get("service.instance.id")
@@ -67,11 +67,13 @@ func (p *Policy) SeenRecord(s *Sightings, res pcommon.Map, now time.Time) (rec R
 	}
 	var ev loopevent.Event
 	FillTarget(&ev, res)
-	id := fmt.Sprintf("seen_%s_%016x", s.run, xxhash.Sum64String(ev.Target.ServiceInstanceID))
+	// The id names the instance by its keyed digest too, never the id.
+	id := fmt.Sprintf("seen_%s_%016x", s.run, xxhash.Sum64String(digest(p.KillKey, ev.Target.ServiceInstanceID)))
 	exp := now.Add(p.KillTTL)
 	b := Body{
 		SchemaVersion: SchemaVersion, Type: TypeSeen, ID: id, DecidedAt: now.UTC(), ExpiresAt: exp.UTC(),
-		Action: webhookbody.ActionSeen, Target: ev.Target,
+		Action: webhookbody.ActionSeen,
+		Target: webhookbody.Target{ServiceName: ev.Target.ServiceName, InstanceDigest: digest(p.KillKey, ev.Target.ServiceInstanceID), PID: ev.Target.PID, HostName: ev.Target.HostName},
 	}
 	raw, err := Marshal(&b)
 	if err != nil {
