@@ -67,6 +67,7 @@ type resultLine struct {
 	AgentPID    int    `json:"agent_pid"`
 	Signal      string `json:"signal"`
 	ExitCode    int    `json:"exit_code"`
+	Watched     bool   `json:"watched"`
 }
 
 // TestSeed000LoopIsKilled: the whole story. The simulated agent falls into
@@ -133,6 +134,9 @@ func TestSeed000LoopIsKilled(t *testing.T) {
 	if r.Signal != "SIGTERM" && r.Signal != "SIGKILL" {
 		t.Errorf("result line signal %q", r.Signal)
 	}
+	if !r.Watched {
+		t.Errorf("result line %s: want watched, the collector announced the agent (loop.seen)", lines[0])
+	}
 	if r.EventID == "" || r.WebhookID != r.EventID+".kill" {
 		t.Errorf("result line event_id %q webhook_id %q", r.EventID, r.WebhookID)
 	}
@@ -170,9 +174,10 @@ func TestSeed000LoopIsKilled(t *testing.T) {
 		t.Errorf("kill target %+v, want the supervised agent (instance %s, pid %d)", kill.Target, r.Session, pid)
 	}
 
-	// 6. The collector's side of "exactly one": one kill decided; two
-	// webhooks delivered to the supervisor, the warn of the response ladder
-	// (kill.warn_on: [stuck]) and the kill.
+	// 6. The collector's side of "exactly one": one kill decided; three
+	// webhooks delivered to the supervisor: the seen that says the agent is
+	// watched, the warn of the response ladder (kill.warn_on: [stuck]) and
+	// the kill.
 	var kills, delivered float64
 	var mErr error
 	ok = testproc.Eventually(5*time.Second, func() bool {
@@ -181,10 +186,10 @@ func TestSeed000LoopIsKilled(t *testing.T) {
 			return false
 		}
 		delivered, mErr = c.metric("otelcol_alertsink_webhook_requests", `destination="kill"`, `result="delivered"`)
-		return mErr == nil && kills == 1 && delivered == 2
+		return mErr == nil && kills == 1 && delivered == 3
 	})
 	if !ok {
-		t.Errorf("collector metrics: loopdetect kills %v, alertsink kill-destination webhooks delivered %v (want 1, and 2: warn + kill; err %v)", kills, delivered, mErr)
+		t.Errorf("collector metrics: loopdetect kills %v, alertsink kill-destination webhooks delivered %v (want 1, and 3: seen + warn + kill; err %v)", kills, delivered, mErr)
 	}
 }
 

@@ -5,10 +5,15 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,6 +79,76 @@ func TestTwoAgentsEachKilledByItsOwnSupervisor(t *testing.T) {
 		}
 		if !strings.Contains(log, "session "+r.Session) {
 			t.Errorf("supervisor %d killed for session %s, not the one it gave its agent:\n%s", i, r.Session, log)
+		}
+	}
+}
+
+// TestSquatterOnAFreeSupervisorPortLearnsNothing: with the second agent not
+// running, a stranger binds its supervisor's port. The first agent loops and
+// is killed by its own supervisor, and the squatter receives nothing at all
+// (kill.only_named_agents), so it learns no instance id to forge spans with.
+func TestSquatterOnAFreeSupervisorPortLearnsNothing(t *testing.T) {
+	t.Parallel()
+	bin, supBin, agentBin := binaries(t)
+	root, err := testproc.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	secret := testproc.NewSecret(t)
+	var mu sync.Mutex
+	var received []string
+	squatter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		received = append(received, string(b))
+		mu.Unlock()
+	}))
+	t.Cleanup(squatter.Close)
+	squatPort := squatter.Listener.Addr().(*net.TCPAddr).Port
+	ownPort, otlp, health := testproc.FreePort(t), testproc.FreePort(t), testproc.FreePort(t)
+	env := []string{
+		"LOOPDETECT_WEBHOOK_SECRET=" + secret,
+		"LOOPSUPERVISOR_PORT=" + strconv.Itoa(ownPort),
+		"LOOPSUPERVISOR_PORT_2=" + strconv.Itoa(squatPort),
+		"LOOP_OTLP_HTTP_PORT=" + strconv.Itoa(otlp),
+		"LOOP_OTLP_GRPC_PORT=" + strconv.Itoa(testproc.FreePort(t)),
+		"LOOP_HEALTH_PORT=" + strconv.Itoa(health),
+		"LOOP_METRICS_PORT=" + strconv.Itoa(testproc.FreePort(t)),
+		"LOOP_TRACES_FILE=" + filepath.Join(dir, "traces.jsonl"),
+	}
+	col := testproc.Start(t, dir, "collector", env, "", bin, "--config", filepath.Join(root, "config", "local.yaml"),
+		"--config", filepath.Join(root, "config", "overlays", "second-agent.yaml"))
+	col.LogTail = 6000
+	col.WaitHealthy(t, health, 30*time.Second)
+	secrets := filepath.Join(dir, "loopsupervisor.secrets")
+	if err := os.WriteFile(secrets, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	result := filepath.Join(dir, "result")
+	sup := testproc.Start(t, dir, "supervisor",
+		[]string{fmt.Sprintf("OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:%d", otlp)}, result,
+		supBin, "--listen", "127.0.0.1:"+strconv.Itoa(ownPort), "--secrets-file", secrets, "--",
+		agentBin, "--scenario", "seed000", "--speed", strconv.Itoa(seed000Speed))
+	if code := sup.Wait(t, 60*time.Second); code != 86 {
+		t.Fatalf("supervisor: exit %d, want 86\n%s\ncollector:\n%s", code, sup.LogText(), testproc.Tail(col.LogText(), 4000))
+	}
+	var r struct{ Session string }
+	out := strings.Split(strings.TrimSpace(readFile(t, result)), "\n")
+	if err := json.Unmarshal([]byte(out[len(out)-1]), &r); err != nil || r.Session == "" {
+		t.Fatalf("result line %q: %v", out, err)
+	}
+	// The collector delivers the last notices within its retry window;
+	// give a misrouted one the time to arrive before looking.
+	time.Sleep(2 * time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(received) > 0 {
+		t.Errorf("the squatter received %d requests, want none:\n%s", len(received), strings.Join(received, "\n"))
+	}
+	for _, b := range received {
+		if strings.Contains(b, r.Session) {
+			t.Errorf("the squatter learnt the agent's instance id")
 		}
 	}
 }
