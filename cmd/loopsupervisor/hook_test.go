@@ -27,15 +27,15 @@ func call(session, tool, input string) hookQuery {
 	return hookQuery{SessionID: session, ToolName: tool, ToolInput: json.RawMessage(input)}
 }
 
-func warnBody(session, nudge string, tools ...string) webhook.Body {
-	return webhook.Body{Type: webhook.TypeWarn, ID: "ld_" + session + "_1", Nudge: nudge,
+func warnBody(session, nudge string, tools ...string) webhookbody.Body {
+	return webhookbody.Body{Type: webhookbody.TypeWarn, ID: "ld_" + session + "_1", Nudge: nudge,
 		Session: webhookbody.Session{Key: session}, ExpiresAt: t0.Add(time.Minute),
 		Transition: webhookbody.Transition{Reason: "frequent_identical", CycleTools: tools}}
 }
 
 func killMsg(session string) webhook.Message {
 	b := warnBody(session, "")
-	b.Type, b.ID = webhook.TypeKill, "ld_"+session+"_1"
+	b.Type, b.ID = webhookbody.TypeKill, "ld_"+session+"_1"
 	return webhook.Message{WebhookID: b.ID + ".kill", Body: b}
 }
 

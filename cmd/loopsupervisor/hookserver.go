@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"github.com/otelcol-loop/otelcol-loop/internal/webhookbody"
 	"io"
 	"net/http"
 	"strings"
@@ -216,7 +217,7 @@ func (b *hookBook) session(id string, now time.Time) *hookSession {
 
 // warn records the collector's verified verdict for a session: its nudge
 // goes to the model with the session's next call. Nothing is blocked.
-func (b *hookBook) warn(sessionKey string, body webhook.Body, now time.Time) {
+func (b *hookBook) warn(sessionKey string, body webhookbody.Body, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.session(sessionKey, now)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/otelcol-loop/otelcol-loop/internal/webhookbody"
 	"io"
 	"log"
 	"math"
@@ -106,19 +107,19 @@ func (s *supervisor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, http.StatusOK, reply{Result: "already_handled"})
 		return
 	}
-	if msg.Body.Type == webhook.TypeWarn {
+	if msg.Body.Type == webhookbody.TypeWarn {
 		s.warn(w, msg, body, now)
 		return
 	}
-	if msg.Body.Type == webhook.TypeRecover {
+	if msg.Body.Type == webhookbody.TypeRecover {
 		s.recover(w, msg, now)
 		return
 	}
-	if msg.Body.Type == webhook.TypeSeen {
+	if msg.Body.Type == webhookbody.TypeSeen {
 		s.seen(w, msg, now)
 		return
 	}
-	if msg.Body.Type != webhook.TypeKill {
+	if msg.Body.Type != webhookbody.TypeKill {
 		s.answer(w, http.StatusOK, reply{Result: "ignored"})
 		return
 	}
@@ -244,7 +245,7 @@ func (s *supervisor) seen(w http.ResponseWriter, msg webhook.Message, now time.T
 // any process of the agent's group: agents that relaunch themselves (Gemini
 // CLI runs its work in a child node process) or run under a wrapper (npx,
 // sh -c) report a child's PID.
-func (s *supervisor) matches(t webhook.Target) bool {
+func (s *supervisor) matches(t webhookbody.Target) bool {
 	if !t.Names(s.sessionID, s.verifier.Keys) {
 		return false
 	}

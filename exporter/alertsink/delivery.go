@@ -3,6 +3,7 @@ package alertsink // import "github.com/otelcol-loop/otelcol-loop/exporter/alert
 import (
 	"context"
 	"errors"
+	"github.com/otelcol-loop/otelcol-loop/internal/webhookbody"
 	"io"
 	"net"
 	"net/http"
@@ -129,7 +130,7 @@ func (s *alertSink) deliver(ctx context.Context, r *alert.Record) error {
 	}
 	now := s.now()
 	if r.Expired(now) {
-		if r.Type == alert.TypeKill {
+		if r.Type == webhookbody.TypeKill {
 			s.expired(ctx, r.EventID)
 		} else {
 			s.dropped(ctx, r.Dest, "expired")

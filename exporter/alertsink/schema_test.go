@@ -2,6 +2,7 @@ package alertsink
 
 import (
 	"encoding/json"
+	"github.com/otelcol-loop/otelcol-loop/internal/webhookbody"
 	"os"
 	"path/filepath"
 	"testing"
@@ -66,7 +67,7 @@ func TestBodyMatchesSchema(t *testing.T) {
 				assert.Contains(t, sub.Properties, kk, "body key %s.%s missing from the schema", k, kk)
 			}
 		}
-		if r.Type != alert.TypeTransition {
+		if r.Type != webhookbody.TypeTransition {
 			assert.Contains(t, body, "expires_at")
 			assert.Contains(t, body, "action")
 		} else {

@@ -40,16 +40,16 @@ func TestBodiesNameTheAgentOnlyByAKeyedDigest(t *testing.T) {
 	killKey, alertsKey := []byte("kill key"), []byte("alerts key")
 	p := alert.Policy{Kill: true, KillTTL: time.Minute, Alerts: true, KillKey: killKey}
 	got := targets(t, p)
-	assert.NotContains(t, got[alert.TypeKill], "service_instance_id")
-	assert.Equal(t, webhookbody.DigestInstance(killKey, "inst-1"), got[alert.TypeKill]["instance_digest"])
-	assert.Equal(t, map[string]any{"service_name": "agent", "pid": float64(4242), "host_name": "h1"}, got[alert.TypeTransition], "an unsigned alert names no instance at all")
+	assert.NotContains(t, got[webhookbody.TypeKill], "service_instance_id")
+	assert.Equal(t, webhookbody.DigestInstance(killKey, "inst-1"), got[webhookbody.TypeKill]["instance_digest"])
+	assert.Equal(t, map[string]any{"service_name": "agent", "pid": float64(4242), "host_name": "h1"}, got[webhookbody.TypeTransition], "an unsigned alert names no instance at all")
 
 	p.AlertsKey = alertsKey
-	assert.Equal(t, webhookbody.DigestInstance(alertsKey, "inst-1"), targets(t, p)[alert.TypeTransition]["instance_digest"], "under the alerts key: the alert receiver cannot make a kill's digest")
+	assert.Equal(t, webhookbody.DigestInstance(alertsKey, "inst-1"), targets(t, p)[webhookbody.TypeTransition]["instance_digest"], "under the alerts key: the alert receiver cannot make a kill's digest")
 
 	p.AlertsInstanceID = true
-	assert.Equal(t, "inst-1", targets(t, p)[alert.TypeTransition]["service_instance_id"])
-	assert.NotContains(t, targets(t, p)[alert.TypeKill], "service_instance_id")
+	assert.Equal(t, "inst-1", targets(t, p)[webhookbody.TypeTransition]["service_instance_id"])
+	assert.NotContains(t, targets(t, p)[webhookbody.TypeKill], "service_instance_id")
 
 	assert.False(t, createDefaultConfig().(*Config).Alerts.IncludeInstanceID, "off by default")
 }

@@ -1,8 +1,11 @@
 package webhook
 
 import (
+	"encoding/base64"
 	"errors"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,7 +41,8 @@ func FuzzVerifyAndParse(f *testing.F) {
 			t.Fatalf("accepted message without ids: %+v", m)
 		}
 		// Accepted: the signature must really be one the key produces.
-		if !v.match(h.Get(stdwebhook.HeaderID), h.Get(stdwebhook.HeaderTimestamp), body, sig) {
+		want := "v1," + base64.StdEncoding.EncodeToString(stdwebhook.MAC(v.Keys[0], h.Get(stdwebhook.HeaderID), h.Get(stdwebhook.HeaderTimestamp), body))
+		if !slices.Contains(strings.Fields(sig), want) {
 			t.Fatal("accepted an unsigned message")
 		}
 		_, _ = ParseBody(body)

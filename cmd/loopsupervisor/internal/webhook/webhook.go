@@ -5,14 +5,11 @@
 package webhook // import "github.com/otelcol-loop/otelcol-loop/cmd/loopsupervisor/internal/webhook"
 
 import (
-	"crypto/hmac"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 	"unicode"
@@ -21,29 +18,10 @@ import (
 	"github.com/otelcol-loop/otelcol-loop/internal/webhookbody"
 )
 
-// The body is defined once, in internal/webhookbody: the supervisor decodes
-// the type alert_sink encodes.
-type (
-	// Body is the part of the webhook body the supervisor acts on.
-	Body = webhookbody.Body
-	// Target is the body's target object.
-	Target = webhookbody.Target
-)
-
-// Body types.
-const (
-	TypeKill       = webhookbody.TypeKill
-	TypeTransition = webhookbody.TypeTransition
-	TypeWarn       = webhookbody.TypeWarn
-	TypeRecover    = webhookbody.TypeRecover
-	TypeSeen       = webhookbody.TypeSeen
-)
-
 // Limits on what a request may carry.
 const (
-	MaxBodyBytes  = 1 << 20
-	maxIDLen      = 256
-	maxSignatures = 8
+	MaxBodyBytes = 1 << 20
+	maxIDLen     = 256
 )
 
 // Errors. ErrMalformed wraps everything that is a 400; ErrUnauthorized
@@ -67,7 +45,7 @@ type Message struct {
 	WebhookID string
 	// Timestamp is the webhook-timestamp header.
 	Timestamp time.Time
-	Body      Body
+	Body      webhookbody.Body
 }
 
 func malformed(format string, a ...any) error {
@@ -99,7 +77,7 @@ func (v *Verifier) Verify(h http.Header, body []byte, now time.Time) (Message, e
 	if sigs == "" {
 		return m, unauthorized("missing %s", stdwebhook.HeaderSignature)
 	}
-	if !v.match(id, tsRaw, body, sigs) {
+	if !stdwebhook.Match(v.Keys, id, tsRaw, body, sigs) {
 		return m, unauthorized("no valid signature")
 	}
 	b, err := ParseBody(body)
@@ -107,33 +85,6 @@ func (v *Verifier) Verify(h http.Header, body []byte, now time.Time) (Message, e
 		return m, err
 	}
 	return Message{WebhookID: id, Timestamp: t, Body: b}, nil
-}
-
-// match reports whether any "v1,<base64>" signature in sigs matches any
-// key. Every comparison is constant-time.
-func (v *Verifier) match(id, ts string, body []byte, sigs string) bool {
-	fields := strings.Fields(sigs)
-	if len(fields) > maxSignatures {
-		fields = fields[:maxSignatures]
-	}
-	ok := false
-	for _, k := range v.Keys {
-		want := stdwebhook.MAC(k, id, ts, body)
-		for _, f := range fields {
-			raw, found := strings.CutPrefix(f, "v1,")
-			if !found {
-				continue
-			}
-			got, err := base64.StdEncoding.DecodeString(raw)
-			if err != nil {
-				continue
-			}
-			if hmac.Equal(want, got) {
-				ok = true
-			}
-		}
-	}
-	return ok
 }
 
 func printable(s string) bool {
@@ -146,8 +97,8 @@ func printable(s string) bool {
 }
 
 // ParseBody parses and checks a webhook body.
-func ParseBody(raw []byte) (Body, error) {
-	var b Body
+func ParseBody(raw []byte) (webhookbody.Body, error) {
+	var b webhookbody.Body
 	if len(raw) > MaxBodyBytes {
 		return b, malformed("body larger than %d bytes", MaxBodyBytes)
 	}
@@ -155,7 +106,7 @@ func ParseBody(raw []byte) (Body, error) {
 		return b, malformed("body is not the documented JSON: %v", err)
 	}
 	switch b.Type {
-	case TypeKill, TypeTransition, TypeWarn, TypeRecover, TypeSeen:
+	case webhookbody.TypeKill, webhookbody.TypeTransition, webhookbody.TypeWarn, webhookbody.TypeRecover, webhookbody.TypeSeen:
 	default:
 		return b, malformed("unknown type %q", trunc(b.Type))
 	}
@@ -165,19 +116,19 @@ func ParseBody(raw []byte) (Body, error) {
 	if b.DecidedAt.IsZero() {
 		return b, malformed("body has no decided_at")
 	}
-	if (b.Type == TypeKill || b.Type == TypeWarn || b.Type == TypeRecover || b.Type == TypeSeen) && b.ExpiresAt.IsZero() {
+	if (b.Type == webhookbody.TypeKill || b.Type == webhookbody.TypeWarn || b.Type == webhookbody.TypeRecover || b.Type == webhookbody.TypeSeen) && b.ExpiresAt.IsZero() {
 		return b, malformed("%s body has no expires_at", b.Type)
 	}
-	if b.Type == TypeWarn && b.Action != "warn" {
+	if b.Type == webhookbody.TypeWarn && b.Action != "warn" {
 		return b, malformed("warn body has action %q, want \"warn\"", trunc(b.Action))
 	}
-	if b.Type == TypeSeen && b.Action != "seen" {
+	if b.Type == webhookbody.TypeSeen && b.Action != "seen" {
 		return b, malformed("seen body has action %q, want \"seen\"", trunc(b.Action))
 	}
-	if b.Type == TypeRecover && b.Action != "recover" {
+	if b.Type == webhookbody.TypeRecover && b.Action != "recover" {
 		return b, malformed("recover body has action %q, want \"recover\"", trunc(b.Action))
 	}
-	if b.Type == TypeKill && b.Action != "" && b.Action != "kill" {
+	if b.Type == webhookbody.TypeKill && b.Action != "" && b.Action != "kill" {
 		return b, malformed("kill body has action %q, want \"kill\"", trunc(b.Action))
 	}
 	return b, nil

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"errors"
+	"github.com/otelcol-loop/otelcol-loop/internal/webhookbody"
 	"net/http"
 	"strconv"
 	"testing"
@@ -27,7 +28,7 @@ func TestKnownAnswer(t *testing.T) {
 	h.Set(stdwebhook.HeaderID, "msg_p5jXN8AQM9LWM0D4loKWxJek")
 	h.Set(stdwebhook.HeaderTimestamp, "1614265330")
 	h.Set(stdwebhook.HeaderSignature, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
-	assert.True(t, v.match("msg_p5jXN8AQM9LWM0D4loKWxJek", "1614265330", body, h.Get(stdwebhook.HeaderSignature)))
+	assert.True(t, stdwebhook.Match(v.Keys, "msg_p5jXN8AQM9LWM0D4loKWxJek", "1614265330", body, h.Get(stdwebhook.HeaderSignature)))
 	// The vector's body is not a loop webhook: signature passes, body is 400.
 	_, err = v.Verify(h, body, time.Unix(1614265330, 0))
 	assert.ErrorIs(t, err, ErrMalformed)
@@ -57,7 +58,7 @@ func TestVerify(t *testing.T) {
 	m, err := v.Verify(signed([][]byte{k1}, "ld_1_2.kill", now.Unix(), body), body, now)
 	require.NoError(t, err)
 	assert.Equal(t, "ld_1_2.kill", m.WebhookID)
-	assert.Equal(t, TypeKill, m.Body.Type)
+	assert.Equal(t, webhookbody.TypeKill, m.Body.Type)
 	assert.Equal(t, "i", m.Body.Target.ServiceInstanceID)
 
 	// Rotation: the sender signs with old and new; either key verifies.

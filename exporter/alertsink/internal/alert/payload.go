@@ -13,35 +13,13 @@ import (
 	"github.com/otelcol-loop/otelcol-loop/internal/webhookbody"
 )
 
-// The body and its types are defined once, in internal/webhookbody, for
-// alert_sink and the supervisor alike.
-type (
-	// Body is the JSON body of one webhook (docs/webhook.md).
-	Body = webhookbody.Body
-	// Tokens is what the session's model calls used.
-	Tokens = webhookbody.Tokens
-)
-
-// Webhook body types and actions.
-const (
-	TypeTransition = webhookbody.TypeTransition
-	TypeKill       = webhookbody.TypeKill
-	TypeWarn       = webhookbody.TypeWarn
-	TypeRecover    = webhookbody.TypeRecover
-	TypeSeen       = webhookbody.TypeSeen
-	ActionKill     = webhookbody.ActionKill
-	ActionWarn     = webhookbody.ActionWarn
-	ActionRecover  = webhookbody.ActionRecover
-	SchemaVersion  = webhookbody.SchemaVersion
-)
-
 // NewBody builds the body of a webhook of type typ for ev, its target's
 // instance digest made with key (webhookbody.DigestInstance). expiresAt is
 // set on every type but transitions. The raw instance id is in the target
 // too: the caller keeps it only where it is allowed (Policy.Records).
-func NewBody(ev *loopevent.Event, typ string, decidedAt, expiresAt time.Time, key []byte) Body {
-	b := Body{
-		SchemaVersion: SchemaVersion,
+func NewBody(ev *loopevent.Event, typ string, decidedAt, expiresAt time.Time, key []byte) webhookbody.Body {
+	b := webhookbody.Body{
+		SchemaVersion: webhookbody.SchemaVersion,
 		Type:          typ,
 		ID:            ev.ID,
 		Sequence:      ev.Sequence,
@@ -87,19 +65,19 @@ func NewBody(ev *loopevent.Event, typ string, decidedAt, expiresAt time.Time, ke
 		},
 	}
 	switch typ {
-	case TypeKill:
+	case webhookbody.TypeKill:
 		b.ExpiresAt = expiresAt.UTC()
-		b.Action = ActionKill
-	case TypeWarn:
+		b.Action = webhookbody.ActionKill
+	case webhookbody.TypeWarn:
 		b.ExpiresAt = expiresAt.UTC()
-		b.Action = ActionWarn
+		b.Action = webhookbody.ActionWarn
 		b.Nudge = ev.Nudge()
-	case TypeRecover:
+	case webhookbody.TypeRecover:
 		b.ExpiresAt = expiresAt.UTC()
-		b.Action = ActionRecover
+		b.Action = webhookbody.ActionRecover
 	}
 	if ev.TokensTotal > 0 || ev.TokensLoop > 0 {
-		b.Tokens = &Tokens{Total: ev.TokensTotal, Loop: ev.TokensLoop}
+		b.Tokens = &webhookbody.Tokens{Total: ev.TokensTotal, Loop: ev.TokensLoop}
 	}
 	return b
 }
@@ -112,6 +90,6 @@ func finite(f float64) float64 {
 }
 
 // Marshal renders the body as compact JSON.
-func Marshal(b *Body) ([]byte, error) {
+func Marshal(b *webhookbody.Body) ([]byte, error) {
 	return json.Marshal(b)
 }

@@ -24,7 +24,7 @@ func TestNewBodyEncodesEveryField(t *testing.T) {
 		Target:      loopevent.Target{ServiceName: "svc", ServiceInstanceID: "inst", PID: 42, HostName: "h"},
 		TokensTotal: 10, TokensLoop: 4,
 	}
-	b := NewBody(ev, TypeWarn, decided, decided.Add(5*time.Minute), []byte("key"))
+	b := NewBody(ev, webhookbody.TypeWarn, decided, decided.Add(5*time.Minute), []byte("key"))
 	if zero := webhookbody.ZeroFields(b); len(zero) > 0 {
 		t.Fatalf("NewBody leaves body fields empty: %v", zero)
 	}

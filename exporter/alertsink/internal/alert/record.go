@@ -149,13 +149,13 @@ func (p *Policy) Records(ev *loopevent.Event, route string, now time.Time) ([]Re
 	if kill && p.WarnOn[ev.To] && ev.From != ev.To {
 		exp := decided.Add(p.KillTTL)
 		if now.Before(exp) {
-			b := NewBody(ev, TypeWarn, decided, exp, p.KillKey)
+			b := NewBody(ev, webhookbody.TypeWarn, decided, exp, p.KillKey)
 			b.Target.ServiceInstanceID = ""
 			raw, err := Marshal(&b)
 			if err != nil {
 				return nil, out, fmt.Errorf("alert_sink: rendering warn body: %w", err)
 			}
-			recs = append(recs, Record{Dest: DestKill, WebhookID: ev.ID + ".warn", EventID: ev.ID, Type: TypeWarn, ExpiresAt: exp, Body: raw})
+			recs = append(recs, Record{Dest: DestKill, WebhookID: ev.ID + ".warn", EventID: ev.ID, Type: webhookbody.TypeWarn, ExpiresAt: exp, Body: raw})
 		}
 	}
 	// Leaving a warned state on new evidence ends what the warn started at
@@ -163,13 +163,13 @@ func (p *Policy) Records(ev *loopevent.Event, route string, now time.Time) ([]Re
 	if kill && p.WarnOn[ev.From] && !p.WarnOn[ev.To] {
 		exp := decided.Add(p.KillTTL)
 		if now.Before(exp) {
-			b := NewBody(ev, TypeRecover, decided, exp, p.KillKey)
+			b := NewBody(ev, webhookbody.TypeRecover, decided, exp, p.KillKey)
 			b.Target.ServiceInstanceID = ""
 			raw, err := Marshal(&b)
 			if err != nil {
 				return nil, out, fmt.Errorf("alert_sink: rendering recover body: %w", err)
 			}
-			recs = append(recs, Record{Dest: DestKill, WebhookID: ev.ID + ".recover", EventID: ev.ID, Type: TypeRecover, ExpiresAt: exp, Body: raw})
+			recs = append(recs, Record{Dest: DestKill, WebhookID: ev.ID + ".recover", EventID: ev.ID, Type: webhookbody.TypeRecover, ExpiresAt: exp, Body: raw})
 		}
 	}
 	if kill && ev.Kill && !ev.DryRun {
@@ -177,18 +177,18 @@ func (p *Policy) Records(ev *loopevent.Event, route string, now time.Time) ([]Re
 		if !now.Before(exp) {
 			out.Expired = true
 		} else {
-			b := NewBody(ev, TypeKill, decided, exp, p.KillKey)
+			b := NewBody(ev, webhookbody.TypeKill, decided, exp, p.KillKey)
 			b.Target.ServiceInstanceID = ""
 			raw, err := Marshal(&b)
 			if err != nil {
 				return nil, out, fmt.Errorf("alert_sink: rendering kill body: %w", err)
 			}
-			recs = append(recs, Record{Dest: DestKill, WebhookID: ev.ID + ".kill", EventID: ev.ID, Type: TypeKill, ExpiresAt: exp, Body: raw})
+			recs = append(recs, Record{Dest: DestKill, WebhookID: ev.ID + ".kill", EventID: ev.ID, Type: webhookbody.TypeKill, ExpiresAt: exp, Body: raw})
 		}
 	}
 	if p.Alerts {
 		if (p.States == nil || p.States[ev.To]) && (p.Reasons == nil || p.Reasons[ev.Reason]) {
-			b := NewBody(ev, TypeTransition, decided, time.Time{}, p.AlertsKey)
+			b := NewBody(ev, webhookbody.TypeTransition, decided, time.Time{}, p.AlertsKey)
 			if !p.AlertsInstanceID {
 				b.Target.ServiceInstanceID = ""
 			}
@@ -196,7 +196,7 @@ func (p *Policy) Records(ev *loopevent.Event, route string, now time.Time) ([]Re
 			if err != nil {
 				return nil, out, fmt.Errorf("alert_sink: rendering transition body: %w", err)
 			}
-			recs = append(recs, Record{Dest: DestAlerts, WebhookID: ev.ID + ".transition", EventID: ev.ID, Type: TypeTransition, Body: raw})
+			recs = append(recs, Record{Dest: DestAlerts, WebhookID: ev.ID + ".transition", EventID: ev.ID, Type: webhookbody.TypeTransition, Body: raw})
 		} else {
 			out.Filtered = true
 		}

@@ -70,8 +70,8 @@ func (p *Policy) SeenRecord(s *Sightings, res pcommon.Map, now time.Time) (rec R
 	// The id names the instance by its keyed digest too, never the id.
 	id := fmt.Sprintf("seen_%s_%016x", s.run, xxhash.Sum64String(digest(p.KillKey, ev.Target.ServiceInstanceID)))
 	exp := now.Add(p.KillTTL)
-	b := Body{
-		SchemaVersion: SchemaVersion, Type: TypeSeen, ID: id, DecidedAt: now.UTC(), ExpiresAt: exp.UTC(),
+	b := webhookbody.Body{
+		SchemaVersion: webhookbody.SchemaVersion, Type: webhookbody.TypeSeen, ID: id, DecidedAt: now.UTC(), ExpiresAt: exp.UTC(),
 		Action: webhookbody.ActionSeen,
 		Target: webhookbody.Target{ServiceName: ev.Target.ServiceName, InstanceDigest: digest(p.KillKey, ev.Target.ServiceInstanceID), PID: ev.Target.PID, HostName: ev.Target.HostName},
 	}
@@ -79,5 +79,5 @@ func (p *Policy) SeenRecord(s *Sightings, res pcommon.Map, now time.Time) (rec R
 	if err != nil {
 		return rec, false, fmt.Errorf("alert_sink: rendering seen body: %w", err)
 	}
-	return Record{Dest: DestKill, WebhookID: id + ".seen", EventID: id, Type: TypeSeen, ExpiresAt: exp, Body: raw}, true, nil
+	return Record{Dest: DestKill, WebhookID: id + ".seen", EventID: id, Type: webhookbody.TypeSeen, ExpiresAt: exp, Body: raw}, true, nil
 }
