@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/otelcol-loop/otelcol-loop/internal/target"
 	"testing"
 	"time"
 
@@ -44,7 +45,7 @@ func TestExporterToSupervisor(t *testing.T) {
 	ev := loopevent.Event{
 		ID: "ld_e2e_1", Sequence: 1, Session: "sess-e2e", From: "working", To: "stuck",
 		Reason: "frequent_identical", Kill: true, Explanation: "loop detected: same tool call x5 of last 10",
-		DecidedAt: time.Now(), Target: loopevent.Target{ServiceInstanceID: inst},
+		DecidedAt: time.Now(), Target: target.Process{ServiceInstanceID: inst},
 	}
 	td := ptrace.NewTraces()
 	sp := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/otelcol-loop/otelcol-loop/internal/target"
 	"io"
 	"net"
 	"net/http"
@@ -145,7 +146,7 @@ func TestSquattersGoneDoesNotSwitchKillsOff(t *testing.T) {
 	ev := loopevent.Event{
 		ID: "ld_sq_1", Sequence: 1, Session: "sess-sq", From: "working", To: "stuck",
 		Reason: "frequent_identical", Kill: true, Explanation: "loop detected",
-		DecidedAt: time.Now(), Target: loopevent.Target{ServiceInstanceID: inst},
+		DecidedAt: time.Now(), Target: target.Process{ServiceInstanceID: inst},
 	}
 	td := ptrace.NewTraces()
 	sp := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()

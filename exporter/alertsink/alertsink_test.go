@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/otelcol-loop/otelcol-loop/internal/target"
 	"io"
 	"net/http"
 	"strconv"
@@ -187,7 +188,7 @@ func TestSyntheticSpanAndLogsInput(t *testing.T) {
 	rs.Resource().Attributes().PutStr("service.instance.id", "from-resource")
 	ss := rs.ScopeSpans().AppendEmpty()
 	ev1 := killEvent("ld_s_1", time.Now())
-	ev1.Target = loopevent.Target{}
+	ev1.Target = target.Process{}
 	sp := ss.Spans().AppendEmpty()
 	sp.SetName(loopevent.SyntheticSpanName)
 	e := sp.Events().AppendEmpty()

@@ -2,6 +2,7 @@ package alertsink
 
 import (
 	"context"
+	"github.com/otelcol-loop/otelcol-loop/internal/target"
 	"net"
 	"net/http"
 	"sync"
@@ -44,7 +45,7 @@ func killEvent(id string, decided time.Time) loopevent.Event {
 		FingerprintSource: "result", Confidence: "high", NormalizerVersion: "n1", FingerprintVersion: "f1",
 		SpanID: "0102030405060708", Kill: true, Explanation: "loop detected: same tool call x5 of last 10",
 		DecidedAt: decided, Agent: "coder",
-		Target: loopevent.Target{ServiceName: "agent", ServiceInstanceID: "inst-1", PID: 4242, HostName: "h1"},
+		Target: target.Process{ServiceName: "agent", ServiceInstanceID: "inst-1", PID: 4242, HostName: "h1"},
 	}
 }
 

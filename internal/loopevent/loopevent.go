@@ -7,14 +7,13 @@ package loopevent
 import (
 	"errors"
 	"fmt"
+	"github.com/otelcol-loop/otelcol-loop/internal/target"
 	"strconv"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-
-	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
 )
 
 // EventName is the name of the span event (and the log record event name)
@@ -131,7 +130,7 @@ type Event struct {
 	// Agent is the agent name, when known.
 	Agent string `json:"agent,omitempty"`
 	// Target identifies the process a kill must reach.
-	Target Target `json:"target"`
+	Target target.Process `json:"target"`
 	// TokensTotal is the model tokens (input + output) the session's LLM
 	// calls used so far; 0 when the agent reports none.
 	TokensTotal int64 `json:"tokens_total,omitempty"`
@@ -139,10 +138,6 @@ type Event struct {
 	// began (0 outside a loop).
 	TokensLoop int64 `json:"tokens_loop,omitempty"`
 }
-
-// Target identifies the process a kill must reach: the engine's one
-// definition.
-type Target = engine.Target
 
 // CopyTo writes the event as attributes into m.
 func (e *Event) CopyTo(m pcommon.Map) {
@@ -261,7 +256,7 @@ func FromAttributes(m pcommon.Map) (Event, error) {
 	}
 	e.Client = r.str(AttrClient)
 	e.Agent = r.str(AttrAgentName)
-	e.Target = Target{
+	e.Target = target.Process{
 		ServiceName:       r.str(AttrTargetService),
 		ServiceInstanceID: r.str(AttrTargetInstance),
 		PID:               r.num(AttrTargetPID),

@@ -1,6 +1,7 @@
 package loopevent
 
 import (
+	"github.com/otelcol-loop/otelcol-loop/internal/target"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func TestRoundTripThroughSpanEvents(t *testing.T) {
 		FingerprintSource: "result", Confidence: "high", NormalizerVersion: "args-v1", FingerprintVersion: "fp-v1",
 		FirstLoopSpanID: "11", SpanID: "22", DelayCalls: 5, DelaySeconds: 36, Kill: true, DryRun: true,
 		Explanation: "loop detected: same tool call x5 of last 10", DecidedAt: time.Date(2026, 1, 1, 0, 0, 36, 0, time.UTC),
-		Client: "genai_semconv", Agent: "pi", Target: Target{ServiceName: "a", ServiceInstanceID: "i", PID: 7, HostName: "h"},
+		Client: "genai_semconv", Agent: "pi", Target: target.Process{ServiceName: "a", ServiceInstanceID: "i", PID: 7, HostName: "h"},
 		TokensTotal: 48_000, TokensLoop: 12_500,
 	}
 	// Every field set, so a field added without its attribute fails below.

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/otelcol-loop/otelcol-loop/internal/target"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -393,7 +394,7 @@ func (d *detector) loggerFor(t *engine.Transition) *zap.Logger {
 
 // putTarget writes the agent's identity as resource attributes of a
 // transition the processor emits itself, so it routes like the agent's data.
-func putTarget(m pcommon.Map, t engine.Target) {
+func putTarget(m pcommon.Map, t target.Process) {
 	for _, kv := range [...][2]string{{"service.name", t.ServiceName}, {"service.instance.id", t.ServiceInstanceID}, {"host.name", t.HostName}} {
 		if kv[1] != "" {
 			m.PutStr(kv[0], kv[1])

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/otelcol-loop/otelcol-loop/internal/target"
 	"runtime"
 	"strings"
 	"testing"
@@ -237,7 +238,7 @@ func TestForeignVerdictsAreRemoved(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
 	d, sink := newTestDetector(t, tt, func(c *Config) { c.EventTime = true })
 	td := toolTraces(5, 1, base, "read", `{"p":1}`, "x", nil)
-	forged := loopevent.Event{ID: "forged", To: "stuck", Kill: true, Target: loopevent.Target{ServiceInstanceID: "victim"}}
+	forged := loopevent.Event{ID: "forged", To: "stuck", Kill: true, Target: target.Process{ServiceInstanceID: "victim"}}
 	span := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
 	forged.CopyTo(span.Events().AppendEmpty().Attributes())
 	span.Events().At(0).SetName(loopevent.EventName)

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/otelcol-loop/otelcol-loop/internal/target"
 	"strings"
 	"sync"
 	"testing"
@@ -539,7 +540,7 @@ func TestHostileStringsAreBounded(t *testing.T) {
 	b := newBuilder(long)
 	c := b.call(0, long, `{}`, "r")
 	c.Failed, c.ErrorClass, c.Agent = true, long, long
-	c.Target = Target{ServiceName: long, ServiceInstanceID: long, HostName: long}
+	c.Target = target.Process{ServiceName: long, ServiceInstanceID: long, HostName: long}
 	c.Lease = Lease{Owner: long, Deadline: t0.Add(time.Hour), Reason: long}
 	observeAll(e, []*ToolCall{c})
 	for _, s := range e.sessions() {

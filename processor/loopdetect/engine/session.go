@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/otelcol-loop/otelcol-loop/internal/target"
 	"hash/maphash"
 	"strings"
 	"time"
@@ -113,7 +114,7 @@ type sessionDesc struct {
 	source string
 	agent  string
 	client string
-	target Target
+	target target.Process
 }
 
 // noDesc describes a session before its first call is noted; it also

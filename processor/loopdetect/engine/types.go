@@ -7,6 +7,8 @@ package engine
 import (
 	"fmt"
 	"time"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/target"
 )
 
 // State is a session's verdict.
@@ -185,20 +187,6 @@ type Lease struct {
 	Reason string
 }
 
-// Target identifies the agent process a kill must reach. It is the one
-// definition: events, webhook bodies and the supervisor use it as it is.
-type Target struct {
-	// ServiceName is service.name.
-	ServiceName string `json:"service_name,omitempty"`
-	// ServiceInstanceID is service.instance.id: the key a supervisor accepts
-	// a kill for.
-	ServiceInstanceID string `json:"service_instance_id,omitempty"`
-	// PID is process.pid (0 when unknown).
-	PID int64 `json:"pid,omitempty"`
-	// HostName is host.name.
-	HostName string `json:"host_name,omitempty"`
-}
-
 // ToolCall is one tool invocation as the engine sees it: digests and
 // facts, never raw arguments or results. Strings may alias caller memory;
 // the engine copies what it keeps.
@@ -244,7 +232,7 @@ type ToolCall struct {
 	Agent  string
 	Client string
 	// Target identifies the agent process.
-	Target Target
+	Target target.Process
 }
 
 // LowConfidence reports a name-only signature.
@@ -298,7 +286,7 @@ type Transition struct {
 	DecidedAt time.Time
 	// Agent, Client and Target describe the agent.
 	Agent, Client string
-	Target        Target
+	Target        target.Process
 	// TokensTotal is the model tokens the session's LLM calls used so far;
 	// TokensLoop those since the stuck loop began (0 outside one, and when
 	// the agent reports no usage).

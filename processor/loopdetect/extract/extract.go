@@ -326,7 +326,7 @@ func extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall, declare
 	if res != nil && res.hasTarget {
 		c.Target = res.target // most spans: the shared resource was read
 	} else {
-		c.Target = target(s, res)
+		c.Target = processOf(s, res)
 	}
 	if v, _, ok := a.firstSlot(&x.slots.callID); ok {
 		if id := v.Text(); !x.ignoredCallID(id) {

@@ -1,6 +1,6 @@
 package extract
 
-import "github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
+import "github.com/otelcol-loop/otelcol-loop/internal/target"
 
 // The spans of a batch mostly share a few resources (one per agent
 // process), and Extract reads the same resource attributes for each: the
@@ -13,7 +13,7 @@ type resourceMemo struct {
 	on bool       // between ShareResource and ForgetResource
 	x  *Extractor // whose key lists the values were read with
 	// target is valid when hasTarget.
-	target         engine.Target
+	target         target.Process
 	hasTarget      bool
 	session, agent resourceFirst
 }
@@ -50,11 +50,11 @@ func (sc *Scratch) resource(x *Extractor) *resourceMemo {
 }
 
 // target reads the agent's identity from the resource of s.
-func target[S Span](s S, m *resourceMemo) engine.Target {
+func processOf[S Span](s S, m *resourceMemo) target.Process {
 	if m != nil && m.hasTarget {
 		return m.target
 	}
-	var t engine.Target
+	var t target.Process
 	if v, ok := s.ResourceAttr("service.name"); ok {
 		t.ServiceName = v.Text()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/otelcol-loop/otelcol-loop/internal/target"
 	"strings"
 	"sync"
 	"testing"
@@ -172,7 +173,7 @@ func TestSeed000LoopIsKilled(t *testing.T) {
 		assert.Equal(t, "trace_id", tr.SessionSource)
 		assert.Equal(t, [16]byte(traceID), tr.TraceID)
 		assert.Equal(t, "genai_semconv", tr.Client)
-		assert.Equal(t, engine.Target{ServiceName: "pi-agent", ServiceInstanceID: "run-42", PID: 4242, HostName: "builder-1"}, tr.Target)
+		assert.Equal(t, target.Process{ServiceName: "pi-agent", ServiceInstanceID: "run-42", PID: 4242, HostName: "builder-1"}, tr.Target)
 		assert.Equal(t, []string{"bash"}, tr.CycleTools)
 	}
 	assert.Equal(t, int64(5), ts[1].DelayCalls)

@@ -2,6 +2,7 @@ package alert
 
 import (
 	"encoding/json"
+	"github.com/otelcol-loop/otelcol-loop/internal/target"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ func transition(seq int64, session, from, to, reason string, at time.Time) loope
 		ID: "ld_1_" + string(rune('0'+seq)), Sequence: seq, Session: session, TraceID: "0102", SpanID: "aa",
 		From: from, To: to, Reason: reason, Explanation: "loop detected: same tool call x5 of last 10",
 		CallIndex: 9, DelayCalls: 5, DelaySeconds: 20, DecidedAt: at, Client: "genai_semconv", Agent: "coder",
-		Target: loopevent.Target{ServiceName: "agent-svc"}, TokensTotal: 9000, TokensLoop: 4000,
+		Target: target.Process{ServiceName: "agent-svc"}, TokensTotal: 9000, TokensLoop: 4000,
 	}
 }
 

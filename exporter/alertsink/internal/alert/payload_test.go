@@ -1,6 +1,7 @@
 package alert
 
 import (
+	"github.com/otelcol-loop/otelcol-loop/internal/target"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ func TestNewBodyEncodesEveryField(t *testing.T) {
 		NormalizerVersion: "args-v1", FingerprintVersion: "fp-v1", FirstLoopSpanID: "01", SpanID: "02",
 		DelayCalls: 5, DelaySeconds: 1.5, Kill: true, DryRun: true, Explanation: "loop detected",
 		DecidedAt: decided, Client: "claude_code", Agent: "a",
-		Target:      loopevent.Target{ServiceName: "svc", ServiceInstanceID: "inst", PID: 42, HostName: "h"},
+		Target:      target.Process{ServiceName: "svc", ServiceInstanceID: "inst", PID: 42, HostName: "h"},
 		TokensTotal: 10, TokensLoop: 4,
 	}
 	b := NewBody(ev, webhookbody.TypeWarn, decided, decided.Add(5*time.Minute), []byte("key"))
