@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 )
 
 //go:embed page.html
@@ -83,76 +84,50 @@ var stateRank = map[string]int{"stuck": 0, "uncertain": 1, "retrying": 2, "waiti
 
 // PageOf lays out a replay for the page.
 func PageOf(inputs []string, sum *Summary, res *Result) *Page {
-	p := &Page{Title: "loopreplay: " + strings.Join(inputs, ", "), Inputs: inputs, Summary: sum}
-	calls := map[string][]*Call{}
-	var order []string
-	for i := range res.Calls {
-		c := &res.Calls[i]
-		if !c.Counted {
-			continue
-		}
-		if _, ok := calls[c.Session]; !ok {
-			order = append(order, c.Session)
-		}
-		calls[c.Session] = append(calls[c.Session], c)
-	}
-	trans := map[string][]int{}
-	for i := range res.Events {
-		s := res.Events[i].Session
-		if _, ok := calls[s]; !ok {
-			if _, ok := trans[s]; !ok {
-				order = append(order, s)
-			}
-		}
-		trans[s] = append(trans[s], i)
-	}
-	for _, key := range order {
-		p.Sessions = append(p.Sessions, pageSession(key, calls[key], trans[key], res))
-	}
-	sort.SliceStable(p.Sessions, func(i, j int) bool {
-		a, b := &p.Sessions[i], &p.Sessions[j]
-		if (a.Kills > 0) != (b.Kills > 0) {
-			return a.Kills > 0
-		}
-		if stateRank[a.FinalState] != stateRank[b.FinalState] {
-			return stateRank[a.FinalState] < stateRank[b.FinalState]
-		}
-		return a.Session < b.Session
-	})
-	return p
+	return tallyOf(res, true).pageOf(inputs, sum)
 }
 
-func pageSession(key string, calls []*Call, evIdx []int, res *Result) PageSession {
+func pageTitle(inputs []string) string {
+	const shown = 3
+	if len(inputs) > shown {
+		return fmt.Sprintf("loopreplay: %s and %d more", strings.Join(inputs[:shown], ", "), len(inputs)-shown)
+	}
+	return "loopreplay: " + strings.Join(inputs, ", ")
+}
+
+func pageSession(key string, st *sessionTally) PageSession {
 	// The engine numbers a session's calls in start-time order.
-	sort.SliceStable(calls, func(i, j int) bool { return calls[i].Start.Before(calls[j].Start) })
+	calls := st.calls
+	sort.SliceStable(calls, func(i, j int) bool { return calls[i].start < calls[j].start })
 	ps := PageSession{Session: key, FinalState: "working", Tools: []string{}}
 	n := len(calls)
 	ps.Tool, ps.Action, ps.Result, ps.Offset = make([]int, n), make([]int, n), make([]int, n), make([]int64, n)
 	tools, acts, results := map[string]int{}, map[uint64]int{}, map[uint64]int{}
 	flags := make([]byte, n)
-	for i, c := range calls {
+	for i := range calls {
+		c := &calls[i]
 		if i == 0 {
-			ps.Client = c.Client
-			ps.Start = c.Start.UTC().Format("2006-01-02 15:04:05Z")
+			ps.Client = c.client
+			ps.Start = time.Unix(0, c.start).UTC().Format("2006-01-02 15:04:05Z")
 		}
-		t, ok := tools[c.Tool]
+		t, ok := tools[c.tool]
 		if !ok {
 			t = len(ps.Tools)
-			tools[c.Tool] = t
-			ps.Tools = append(ps.Tools, c.Tool)
+			tools[c.tool] = t
+			ps.Tools = append(ps.Tools, c.tool)
 		}
 		ps.Tool[i] = t
-		ps.Action[i] = number(acts, c.Signature)
-		if c.Fingerprint != 0 {
-			ps.Result[i] = number(results, c.Fingerprint)
+		ps.Action[i] = number(acts, c.sig)
+		if c.fp != 0 {
+			ps.Result[i] = number(results, c.fp)
 		}
-		ps.Offset[i] = int64(c.Start.Sub(calls[0].Start).Seconds())
+		ps.Offset[i] = int64(time.Duration(c.start - calls[0].start).Seconds())
 		switch {
-		case c.NameOnly && c.Failed:
+		case c.nameOnly && c.failed:
 			flags[i] = 'x'
-		case c.NameOnly:
+		case c.nameOnly:
 			flags[i] = 'n'
-		case c.Failed:
+		case c.failed:
 			flags[i] = 'f'
 		default:
 			flags[i] = '-'
@@ -163,8 +138,8 @@ func pageSession(key string, calls []*Call, evIdx []int, res *Result) PageSessio
 	for i := range states {
 		states[i] = 'w'
 	}
-	for _, ei := range evIdx {
-		e := &res.Events[ei]
+	for i := range st.events {
+		e := &st.events[i]
 		call := int(min(max(e.CallIndex, 1), int64(max(n, 1))))
 		ps.Transitions = append(ps.Transitions, PageTransition{
 			Call: call, From: e.From, To: e.To, Reason: e.Reason, Trigger: e.Trigger,
