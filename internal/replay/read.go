@@ -76,6 +76,8 @@ type Input struct {
 	Cleanings []FileCleaning
 
 	seen map[string]bool
+	// skipped are the files an audit did not read.
+	skipped []FileNote
 }
 
 // FileCleaning is what was left out of one file to read it.

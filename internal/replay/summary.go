@@ -142,6 +142,25 @@ func joinNotes(notes []string) string {
 }
 
 func message(cfg *loopdetect.Config, sum *Summary) string {
+	return readMessage(cfg, sum) + filesMessage(&sum.Read)
+}
+
+// filesMessage says how many inputs were skipped or read in part.
+func filesMessage(r *ReadSummary) string {
+	var parts []string
+	if n := len(r.SkippedFiles); n > 0 {
+		parts = append(parts, plural(int64(n), "file")+" skipped (read.skipped_files says why)")
+	}
+	if n := len(r.ReadInPart); n > 0 {
+		parts = append(parts, plural(int64(n), "file")+" read in part (read.read_in_part)")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, ", ")
+}
+
+func readMessage(cfg *loopdetect.Config, sum *Summary) string {
 	r := &sum.Read
 	var b strings.Builder
 	claude := int64(r.Files[FormatClaudeSession] + r.Files[FormatClaudeStreamJSON])

@@ -113,6 +113,7 @@ func (t *tally) summary(cfg *loopdetect.Config, in *Input, counts Counts) Summar
 			Files: in.Formats, TranscriptCalls: in.TranscriptCalls,
 			ToolCalls: counts.ToolCalls, ToolCallsByClient: map[string]int64{},
 			Degraded: map[string]int64{}, Skipped: map[string]int64{},
+			SkippedFiles: in.skipped,
 		},
 	}
 	for k, v := range t.byClient {

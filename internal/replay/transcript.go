@@ -344,26 +344,34 @@ func subagentOf(name string) (agent, parent string) {
 	return agent, parent
 }
 
-// transcriptBatches renders calls, ordered by start, as Claude Code's
-// claude_code.tool_result log records (Gemini CLI's calls as its tool_call
-// spans), one request per call so the
-// event clock and its timers move as they did in the session.
+// transcriptBatches renders calls, ordered by start, one request per
+// call so the event clock and its timers move as they did in the session.
 func transcriptBatches(calls []TranscriptCall) []Batch {
+	sortCalls(calls)
+	batches := make([]Batch, 0, len(calls))
+	for i := range calls {
+		batches = append(batches, callBatch(&calls[i]))
+	}
+	return batches
+}
+
+// sortCalls orders calls by start, then as read (file, then line).
+func sortCalls(calls []TranscriptCall) {
 	sort.SliceStable(calls, func(i, j int) bool {
 		if !calls[i].Start.Equal(calls[j].Start) {
 			return calls[i].Start.Before(calls[j].Start)
 		}
 		return calls[i].order < calls[j].order
 	})
-	batches := make([]Batch, 0, len(calls))
-	for i := range calls {
-		if calls[i].Client == clientGemini {
-			batches = append(batches, Batch{Signal: SignalTraces, Traces: geminiSpan(&calls[i]), Source: calls[i].Source})
-			continue
-		}
-		batches = append(batches, Batch{Signal: SignalLogs, Logs: transcriptRecord(&calls[i]), Source: calls[i].Source})
+}
+
+// callBatch renders c as its CLI's telemetry sends it: Claude Code's
+// claude_code.tool_result log record, Gemini CLI's tool_call span.
+func callBatch(c *TranscriptCall) Batch {
+	if c.Client == clientGemini {
+		return Batch{Signal: SignalTraces, Traces: geminiSpan(c), Source: c.Source}
 	}
-	return batches
+	return Batch{Signal: SignalLogs, Logs: transcriptRecord(c), Source: c.Source}
 }
 
 // transcriptRecord is c as Claude Code's telemetry logs it with
