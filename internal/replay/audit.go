@@ -202,21 +202,19 @@ func (a *auditor) first(i int, name string) (*unit, error) {
 	if name == "-" {
 		name = "stdin" // as errors and sources name it
 	}
-	in, sf, err := a.readUnitFile(data, name, !keep)
-	if err != nil || in == nil {
+	sc, err := a.scan(data, name, !keep)
+	if err != nil || sc.already {
 		return u, cmpErr(err, errAlreadyRead)
 	}
-	u.files = append(u.files, name)
-	a.noteCleanings(in)
-	u.start, _ = in.start()
-	if keep || sf == nil || sf.companions == nil {
+	u.files, u.start = append(u.files, name), sc.start
+	if keep || sc.format == nil || sc.format.companions == nil {
 		return u, nil
 	}
-	for _, sub := range sf.companions(name) {
+	for _, sub := range sc.format.companions(name) {
 		b, err := os.ReadFile(sub)
-		var sin *Input
+		var ssc scanned
 		if err == nil {
-			if sin, _, err = a.readUnitFile(b, sub, true); sin == nil && err == nil {
+			if ssc, err = a.scan(b, sub, true); err == nil && ssc.already {
 				continue
 			}
 		}
@@ -226,9 +224,8 @@ func (a *auditor) first(i int, name string) (*unit, error) {
 			continue
 		}
 		u.files = append(u.files, sub)
-		a.noteCleanings(sin)
-		if t, ok := sin.start(); ok && t.Before(u.start) {
-			u.start = t
+		if ssc.start.Before(u.start) {
+			u.start = ssc.start
 		}
 	}
 	return u, nil
@@ -242,13 +239,49 @@ func cmpErr(err, alt error) error {
 	return alt
 }
 
-// noteCleanings says what was left out of a file read in part, once: in
-// the first pass.
-func (a *auditor) noteCleanings(in *Input) {
-	for _, c := range in.Cleanings {
-		a.total.Cleanings = append(a.total.Cleanings, c)
-		a.opts.Note(fmt.Sprintf("read %s in part: %s", c.File, joinNotes(c.Notes())))
+// scanned is what the first pass learns of a file.
+type scanned struct {
+	// format is its session format, nil for OTLP JSON.
+	format *sessionFormat
+	// start is no later than its first call or request.
+	start time.Time
+	// already says it was read with its session.
+	already bool
+}
+
+// scan is the first pass over one file: cleaned, what was left out noted,
+// its format found, and its start: from a look at its timestamps where
+// its format can tell one so, else by reading it whole, which also
+// finds a bad line now.
+func (a *auditor) scan(data []byte, name string, onDisk bool) (scanned, error) {
+	data, cleaning, err := clean(data)
+	if err != nil {
+		return scanned{}, err
 	}
+	sc := scanned{format: formatOf(data)}
+	if sf := sc.format; onDisk && sf != nil && sf.companions != nil {
+		abs, _ := filepath.Abs(name)
+		if a.seen[abs] {
+			return scanned{already: true}, nil
+		}
+		a.seen[abs] = true
+	}
+	if cleaning.Any() {
+		a.total.Cleanings = append(a.total.Cleanings, FileCleaning{File: name, Cleaning: cleaning})
+		a.opts.Note(fmt.Sprintf("read %s in part: %s", name, joinNotes(cleaning.Notes())))
+	}
+	if sf := sc.format; sf != nil && sf.earliest != nil {
+		var ok bool
+		if sc.start, ok = sf.earliest(data); ok {
+			return sc, nil
+		}
+	}
+	in := &Input{}
+	if err := in.addData(data, name, sc.format); err != nil {
+		return scanned{}, err
+	}
+	sc.start, _ = in.start()
+	return sc, nil
 }
 
 // readInput reads an input whole; keep says it cannot be read again.
@@ -271,30 +304,18 @@ func (a *auditor) readInput(name string) (data []byte, keep bool, err error) {
 	return data, !fi.Mode().IsRegular(), err
 }
 
-// readUnitFile reads one file of a unit into a fresh Input, and names its
-// format (nil for OTLP JSON); a subagent transcript already read with its
-// session is nil when onDisk, in the first pass.
-func (a *auditor) readUnitFile(data []byte, name string, onDisk bool) (*Input, *sessionFormat, error) {
-	data, cleaning, err := clean(data)
+// readUnitFile reads one file of a unit into a fresh Input, in the
+// second pass (what was left out of it was noted in the first).
+func readUnitFile(data []byte, name string) (*Input, error) {
+	data, _, err := clean(data)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	in := &Input{}
-	if cleaning.Any() {
-		in.Cleanings = append(in.Cleanings, FileCleaning{File: name, Cleaning: cleaning})
+	if err := in.addData(data, name, formatOf(data)); err != nil {
+		return nil, err
 	}
-	sf := formatOf(data)
-	if onDisk && sf != nil && sf.companions != nil {
-		abs, _ := filepath.Abs(name)
-		if a.seen[abs] {
-			return nil, sf, nil
-		}
-		a.seen[abs] = true
-	}
-	if err := in.addData(data, name, sf); err != nil {
-		return nil, sf, err
-	}
-	return in, sf, nil
+	return in, nil
 }
 
 // load reads a unit again for the second pass.
@@ -308,11 +329,10 @@ func (a *auditor) load(u *unit) (*Input, error) {
 				return nil, err
 			}
 		}
-		fin, _, err := a.readUnitFile(data, name, false)
+		fin, err := readUnitFile(data, name)
 		if err != nil {
-			return nil, fmt.Errorf("changed since it was first read: %w", err)
+			return nil, err
 		}
-		fin.Cleanings = nil // noted in the first pass
 		in.mergeCounts(fin)
 		in.Batches = append(in.Batches, fin.Batches...)
 		for i := range fin.Transcript {
@@ -510,6 +530,12 @@ func (a *auditor) replay(ctx context.Context, cfg *loopdetect.Config) (Counts, e
 			a.count(u, in)
 			a.read++
 			c := &cursor{u: u, items: itemsOf(in)}
+			if len(c.items) > 0 && c.items[0].call != nil && c.items[0].at.Before(u.start) {
+				// The first pass's look at its timestamps was wrong: its
+				// earliest calls come after later ones of other files.
+				a.opts.Note(fmt.Sprintf("%s: its first call (%s) is earlier than its timestamps said: replayed after later calls of other files",
+					u.files[0], c.items[0].at.UTC().Format(time.RFC3339)))
+			}
 			if len(c.items) == 0 {
 				progress(u)
 				continue
