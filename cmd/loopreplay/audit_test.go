@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
-	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -56,37 +53,6 @@ func runCommand(args ...string) commandRun {
 	var out, errOut bytes.Buffer
 	code := run(args, nil, &out, &errOut)
 	return commandRun{code, out.String(), errOut.String()}
-}
-
-// runUnprivileged runs loopreplay as the user nobody, whom a file's mode
-// binds (root reads any file): the test binary, copied where nobody may
-// run it, in the directory dir, which nobody may read.
-func runUnprivileged(t *testing.T, dir string, args ...string) commandRun {
-	t.Helper()
-	self, err := os.Executable()
-	require.NoError(t, err)
-	bin := filepath.Join(dir, "loopreplay.test")
-	b, err := os.ReadFile(self)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(bin, b, 0o755))
-	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
-		fi, err := os.Stat(d)
-		require.NoError(t, err)
-		if fi.Mode().Perm()&0o005 != 0o005 {
-			require.NoError(t, os.Chmod(d, fi.Mode().Perm()|0o005))
-		}
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), asMainEnv+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	var exit *exec.ExitError
-	if err := cmd.Run(); err != nil && !errors.As(err, &exit) {
-		require.NoError(t, err)
-	}
-	return commandRun{cmd.ProcessState.ExitCode(), out.String(), errOut.String()}
 }
 
 // TestAuditSkipsWhatItCannotRead: with a file among the inputs that is not
@@ -185,24 +151,6 @@ func TestAuditSkipsWhatItCannotRead(t *testing.T) {
 			require.Contains(t, listed[0].Note, tc.note)
 		})
 	}
-	t.Run("an unreadable file", func(t *testing.T) {
-		dir := t.TempDir()
-		good := filepath.Join(dir, "good.jsonl.gz")
-		b, err := os.ReadFile(readable)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(good, b, 0o644))
-		secret := filepath.Join(dir, "secret.jsonl")
-		require.NoError(t, os.WriteFile(secret, loop, 0o000))
-		var got commandRun
-		if os.Geteuid() == 0 {
-			got = runUnprivileged(t, dir, secret, good)
-		} else {
-			got = runCommand(secret, good)
-		}
-		require.Equal(t, 3, got.code, got.errOut)
-		require.Equal(t, "loopreplay: skipped "+secret+": permission denied\n", got.errOut)
-		require.Equal(t, runCommand(readable).out, got.out)
-	})
 }
 
 func content(name string, b []byte) func(*testing.T, string) string {
@@ -235,4 +183,38 @@ func inflatedPart(t *testing.T, gz []byte) []byte {
 	b, err := io.ReadAll(zr)
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
 	return b[:bytes.LastIndexByte(b, '\n')+1]
+}
+
+// TestExitCodeSaysWhatWasRead: 0 when every input was read whole, 3 when
+// some were skipped or read in part and the rest audited, 2 when none
+// could be read.
+func TestExitCodeSaysWhatWasRead(t *testing.T) {
+	good := filepath.Join(corpusDir, "loop-identical-call", streamFile)
+	stream := gunzipFile(t, good)
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.jsonl")
+	require.NoError(t, os.WriteFile(empty, nil, 0o644))
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		stdin []byte
+		want  int
+		lines int
+	}{
+		{"every input read whole", []string{good, good}, nil, 0, 0},
+		{"one of two skipped", []string{good, empty}, nil, 3, 1},
+		{"stdin read in part", []string{"-"}, append([]byte(shellNoise), stream...), 3, 1},
+		{"stdin and a file, both read", []string{"-", good}, stream, 0, 0},
+		{"nothing readable", []string{empty, filepath.Join(dir, "gone.jsonl")}, nil, 2, 2},
+		{"empty stdin", []string{"-"}, []byte{}, 2, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			require.Equal(t, tc.want, run(tc.args, bytes.NewReader(tc.stdin), &out, &errOut), errOut.String())
+			require.Equal(t, tc.lines, strings.Count(errOut.String(), "\n"), errOut.String())
+			if tc.want != 2 {
+				require.Contains(t, out.String(), `"to":"stuck"`)
+			}
+		})
+	}
 }

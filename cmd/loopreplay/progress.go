@@ -39,21 +39,10 @@ func newProgressLine(w io.Writer, now func() time.Time) *progressLine {
 	return &progressLine{w: w, terminal: isTerminal(w), now: now, start: now()}
 }
 
-// isTerminal says whether w is a terminal: a character device other than
-// the null device.
+// isTerminal says whether w is a terminal (see terminal).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
-		return false
-	}
-	if null, err := os.Stat(os.DevNull); err == nil && os.SameFile(fi, null) {
-		return false
-	}
-	return true
+	return ok && terminal(f)
 }
 
 // due says whether the line is drawn at now: on a terminal, once the run
