@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -217,4 +218,30 @@ func TestExitCodeSaysWhatWasRead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHTMLPageOfAnAuditWithASkippedFile: the page of an audit that skipped
+// a file lists the sessions read, each with its verdict, the loop's
+// linked to its timeline, and names the file skipped.
+func TestHTMLPageOfAnAuditWithASkippedFile(t *testing.T) {
+	dir := t.TempDir()
+	page := filepath.Join(dir, "audit.html")
+	bad := filepath.Join(dir, "empty.jsonl")
+	require.NoError(t, os.WriteFile(bad, nil, 0o644))
+	loop := filepath.Join(corpusDir, "loop-identical-call", streamFile)
+	healthy := filepath.Join(corpusDir, "healthy-01", streamFile)
+	got := runCommand("--html", page, "--summary", bad, loop, healthy)
+	require.Equal(t, 3, got.code, got.errOut)
+	var sum replay.Summary
+	require.NoError(t, json.Unmarshal([]byte(got.errOut[strings.IndexByte(got.errOut, '{'):]), &sum))
+	require.Len(t, sum.Sessions, 2)
+	b, err := os.ReadFile(page)
+	require.NoError(t, err)
+	for _, s := range sum.Sessions {
+		row := regexp.MustCompile(`<tr( class="flagged")?><td class="sid" data-v="` + regexp.QuoteMeta(s.Session) + `">(<a href="#timeline-\d">)?`).FindStringSubmatch(string(b))
+		require.NotNil(t, row, s.Session)
+		require.Equal(t, replay.Flagged(&s), row[2] != "", s.Session)
+		require.Equal(t, s.FinalState == "stuck", replay.Flagged(&s))
+	}
+	require.Contains(t, string(b), `"skipped_files":[{"file":"`+bad+`","note":"empty"}]`)
 }

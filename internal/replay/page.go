@@ -175,6 +175,83 @@ func number(m map[uint64]int, d uint64) int {
 	return len(m)
 }
 
+// The page's session list and the timeline rows it links to are written
+// into the page, so a flagged session's link has its target without
+// script; the rows' cells are drawn from the data.
+const (
+	sessionTableMarker = "{{SESSION_TABLE}}"
+	timelineRowsMarker = "{{TIMELINE_ROWS}}"
+)
+
+// Flagged says whether the page's list links a session to its timeline:
+// it was stuck at some call, killed, or ended uncertain.
+func Flagged(s *SessionSummary) bool {
+	return s.StuckAtCall > 0 || s.Kills > 0 || s.FinalState == "stuck" || s.FinalState == "uncertain"
+}
+
+// TimelineID is the id of the i-th timeline row (p.Sessions[i]).
+func TimelineID(i int) string { return fmt.Sprintf("timeline-%d", i) }
+
+// sessionTable is the list of every session of the summary, a row each
+// with its verdict; a flagged session's name links to its timeline.
+func (p *Page) sessionTable() string {
+	row := map[string]int{}
+	for i := range p.Sessions {
+		row[p.Sessions[i].Session] = i
+	}
+	var b strings.Builder
+	b.WriteString(`<table id="sessions"><thead><tr><th data-type="text">session</th><th data-type="text">client</th>` +
+		`<th data-type="num" title="worst first">verdict</th><th data-type="num">stuck at call</th><th data-type="num">kills</th>` +
+		`<th data-type="num">calls</th><th data-type="num">detection delay (calls)</th><th data-type="text">file</th></tr></thead><tbody>` + "\n")
+	if p.Summary == nil {
+		b.WriteString("</tbody></table>")
+		return b.String()
+	}
+	num := func(v int64) string {
+		if v == 0 {
+			return `<td class="num" data-v="1e15"></td>`
+		}
+		return fmt.Sprintf(`<td class="num" data-v="%d">%d</td>`, v, v)
+	}
+	for i := range p.Summary.Sessions {
+		s := &p.Summary.Sessions[i]
+		e := html.EscapeString
+		name := e(s.Session)
+		cls := ""
+		if i, ok := row[s.Session]; ok && Flagged(s) {
+			cls = ` class="flagged"`
+			name = fmt.Sprintf(`<a href="#%s">%s</a>`, TimelineID(i), name)
+		}
+		fmt.Fprintf(&b, `<tr%s><td class="sid" data-v="%s">%s</td><td data-v="%s">%s</td><td data-v="%d"><span class="badge %c-bg">%s</span></td>`,
+			cls, e(s.Session), name, e(s.Client), e(s.Client), stateRank[s.FinalState], stateLetterOr(s.FinalState), e(s.FinalState))
+		b.WriteString(num(s.StuckAtCall))
+		fmt.Fprintf(&b, `<td class="num" data-v="%d">%d</td><td class="num" data-v="%d">%d</td>`, s.Kills, s.Kills, s.Calls, s.Calls)
+		b.WriteString(num(s.DelayCalls))
+		fmt.Fprintf(&b, `<td class="file" data-v="%s">%s</td></tr>`+"\n", e(s.Transcript), e(s.Transcript))
+	}
+	b.WriteString("</tbody></table>")
+	return b.String()
+}
+
+// stateLetterOr is a state's letter, w for an unknown one.
+func stateLetterOr(state string) byte {
+	if l, ok := stateLetter[state]; ok {
+		return l
+	}
+	return 'w'
+}
+
+// timelineRows are the empty timeline rows, in p.Sessions' order, each
+// with the id the list links to.
+func (p *Page) timelineRows() string {
+	var b strings.Builder
+	for i := range p.Sessions {
+		fmt.Fprintf(&b, `<div class="row" id="%s" data-session="%s" data-index="%d"></div>`,
+			TimelineID(i), html.EscapeString(p.Sessions[i].Session), i)
+	}
+	return b.String()
+}
+
 // WritePage writes p as one self-contained HTML page: inline style and
 // script, no external resources.
 func WritePage(w io.Writer, p *Page) error {
@@ -182,7 +259,8 @@ func WritePage(w io.Writer, p *Page) error {
 	if i < 0 {
 		return fmt.Errorf("page template lacks its data marker")
 	}
-	head := strings.Replace(pageTemplate[:i], "{{TITLE}}", html.EscapeString(p.Title), 1)
+	head := strings.NewReplacer("{{TITLE}}", html.EscapeString(p.Title),
+		sessionTableMarker, p.sessionTable(), timelineRowsMarker, p.timelineRows()).Replace(pageTemplate[:i])
 	if _, err := io.WriteString(w, head); err != nil {
 		return err
 	}
