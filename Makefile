@@ -212,7 +212,7 @@ bench-instructions:
 	mv $$out.tmp $$out; cat $$out
 
 # loopreplay's audit of past sessions at scale (internal/benchdata/audit):
-# 1,000 generated sessions of mixed CLIs (about 210 MB), `loopreplay
+# 1,000 generated sessions of mixed CLIs (some 200 MB), `loopreplay
 # --summary` (and with --html) over the first 100 and all 1,000, three runs
 # each: files/s, MB/s and peak RSS (GNU time, Debian package time) written
 # to BENCHMARKS-audit.md, which BENCHMARKS.md links. Not part of make test

@@ -413,7 +413,7 @@ func (rp *report) endToEnd() {
 // bench-audit measures and writes to a file of their own.
 func (rp *report) audit() {
 	rp.w("## Audit of past sessions\n\n")
-	rp.w("`make bench-audit` (`internal/benchdata/audit`, not part of this run) measures `loopreplay --summary` over 100 and 1,000 generated sessions of mixed CLIs (about 210 MB): files/s, MB/s and peak RSS, in [BENCHMARKS-audit.md](BENCHMARKS-audit.md), written by the run that measured them.\n\n")
+	rp.w("`make bench-audit` (`internal/benchdata/audit`, not part of this run) measures `loopreplay --summary` over 100 and 1,000 generated sessions of mixed CLIs (some 200 MB): files/s, MB/s and peak RSS, in [BENCHMARKS-audit.md](BENCHMARKS-audit.md), written by the run that measured them.\n\n")
 }
 
 // bs runs benchstat with args and returns its output, or why it failed.

@@ -59,10 +59,9 @@ type Options struct {
 	NoisyEvery int
 }
 
-// DefaultMix writes, per 20 sessions, 5 Claude Code session transcripts
-// (about 460 KB each), 8 stream-json outputs (150 KB), 5 Gemini CLI
-// session files (130 KB) and 2 OTLP captures (85 KB): about 215 MB for
-// 1,000 sessions.
+// DefaultMix writes, per 20 sessions, 5 Claude Code session transcripts,
+// 8 stream-json outputs, 5 Gemini CLI session files and 2 OTLP captures:
+// some 200 MB for 1,000 sessions (BENCHMARKS-audit.md has the size).
 var DefaultMix = [kinds]int{5, 8, 5, 2}
 
 // ShellNoise is what bash prints when started without a terminal.
