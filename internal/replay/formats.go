@@ -8,7 +8,9 @@ import (
 
 // sessionFormat is one agent session format a replay reads: how a file of
 // it is told from its first JSON value, and how its tool calls are read.
-// A new CLI's format is one more entry in sessionFormats.
+// A new CLI's format is one more entry in sessionFormats (and, when its
+// calls are replayed as something other than Claude Code's log record,
+// one in callRenderers).
 type sessionFormat struct {
 	// detect reports whether a file whose first JSON value is first is
 	// of this format.

@@ -365,13 +365,22 @@ func sortCalls(calls []TranscriptCall) {
 	})
 }
 
-// callBatch renders c as its CLI's telemetry sends it: Claude Code's
-// claude_code.tool_result log record, Gemini CLI's tool_call span.
+// callBatch renders c as its CLI's telemetry sends it (callRenderers),
+// Claude Code's claude_code.tool_result log record when none is listed.
 func callBatch(c *TranscriptCall) Batch {
-	if c.Client == clientGemini {
-		return Batch{Signal: SignalTraces, Traces: geminiSpan(c), Source: c.Source}
+	if render, ok := callRenderers[c.Client]; ok {
+		return render(c)
 	}
 	return Batch{Signal: SignalLogs, Logs: transcriptRecord(c), Source: c.Source}
+}
+
+// callRenderers render the calls of a CLI (TranscriptCall.Client) other
+// than Claude Code: a new CLI's format adds its own beside its entry in
+// sessionFormats.
+var callRenderers = map[string]func(*TranscriptCall) Batch{
+	clientGemini: func(c *TranscriptCall) Batch {
+		return Batch{Signal: SignalTraces, Traces: geminiSpan(c), Source: c.Source}
+	},
 }
 
 // transcriptRecord is c as Claude Code's telemetry logs it with
