@@ -56,27 +56,27 @@ func runCommand(args ...string) commandRun {
 	return commandRun{code, out.String(), errOut.String()}
 }
 
-// TestAuditSkipsWhatItCannotRead: with a file among the inputs that is not
-// what its name says, begins with a shell's complaints, ends in a line
-// cut short, is binary, unreadable, empty or a directory, loopreplay says
-// so in one line on stderr and audits the others, printing what it would
-// print without that file (or with it cleaned), and exits 3.
-func TestAuditSkipsWhatItCannotRead(t *testing.T) {
-	readable := filepath.Join(corpusDir, "loop-identical-call", streamFile)
+// skipCase is a file an audit skips or reads in part.
+type skipCase struct {
+	name string
+	// write puts the file in dir and returns its path.
+	write func(t *testing.T, dir string) string
+	// note is in the one line on stderr; skipped says the file is not
+	// read at all, else it reads as clean does.
+	note    string
+	skipped bool
+	clean   []byte
+}
+
+// skipCases are files that are not what their name says, begin with a
+// shell's complaints, end in a line cut short, are binary, empty or a
+// directory, made from a recorded loop.
+func skipCases(t *testing.T) []skipCase {
 	loop := gunzipFile(t, filepath.Join(corpusDir, "loop-search-read-oscillation", streamFile))
 	lastNL := bytes.LastIndexByte(loop[:len(loop)-1], '\n')
 	cutGzip := gzipped(loop)
 	cutGzip = cutGzip[:len(cutGzip)*3/4]
-	for _, tc := range []struct {
-		name string
-		// write puts the file in dir and returns its path.
-		write func(t *testing.T, dir string) string
-		// note is in the one line on stderr; skipped says the file is
-		// not read at all, else it reads as clean does.
-		note    string
-		skipped bool
-		clean   []byte
-	}{
+	return []skipCase{
 		{
 			name:  "a shell's complaints before the JSON",
 			write: content("noisy.jsonl", append([]byte(shellNoise), loop...)),
@@ -108,7 +108,17 @@ func TestAuditSkipsWhatItCannotRead(t *testing.T) {
 		{name: "JSON of no format it reads", write: content("config.json", []byte(`{"theme":"dark","editor":"vim"}`+"\n")), note: "not an OTLP JSON traces or logs request", skipped: true},
 		{name: "a .gz that is no gzip stream", write: content("run.jsonl.gz", []byte("\x1f\x8bnot gzip at all")), note: "gzip:", skipped: true},
 		{name: "a bad line inside", write: content("bad.jsonl", append(append(append([]byte(nil), loop[:lastNL+1]...), "{not json\n"...), loop...)), note: "bad.jsonl:" + lineOf(loop[:lastNL+1]) + ": not a Claude Code transcript line", skipped: true},
-	} {
+	}
+}
+
+// TestAuditSkipsWhatItCannotRead: with a file among the inputs that is not
+// what its name says, begins with a shell's complaints, ends in a line
+// cut short, is binary, unreadable, empty or a directory, loopreplay says
+// so in one line on stderr and audits the others, printing what it would
+// print without that file (or with it cleaned), and exits 3.
+func TestAuditSkipsWhatItCannotRead(t *testing.T) {
+	readable := filepath.Join(corpusDir, "loop-identical-call", streamFile)
+	for _, tc := range skipCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			bad := tc.write(t, dir)
