@@ -211,6 +211,18 @@ bench-instructions:
 		echo "processor/$$mp $$($(CURDIR)/scripts/bench-instructions.sh $(CURDIR)/$(BENCH_DIR)/loopdetect.test "^BenchmarkProcessor\$$/^mix=$${mp%/*}\$$/^proc=$${mp#*/}\$$" 2000)" >> $$out.tmp; done; \
 	mv $$out.tmp $$out; cat $$out
 
+# loopreplay's audit of past sessions at scale (internal/benchdata/audit):
+# 1,000 generated sessions of mixed CLIs (some 200 MB), `loopreplay
+# --summary` (and with --html) over the first 100 and all 1,000, three runs
+# each: files/s, MB/s and peak RSS (GNU time, Debian package time) written
+# to BENCHMARKS-audit.md, which BENCHMARKS.md links. Not part of make test
+# or make bench; a few minutes on 2 cores.
+.PHONY: bench-audit
+bench-audit:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/loopreplay ./cmd/loopreplay
+	$(GO) run ./internal/benchdata/audit -loopreplay $(BIN)/loopreplay -testdata cmd/loopreplay/testdata -out BENCHMARKS-audit.md
+
 # Stage one of a two-stage JSON scanner (internal/benchdata/stageone), in
 # portable Go and, with GOEXPERIMENT=simd on amd64, in AVX2, beside the
 # canonicalizer on the same documents: the evidence behind docs/design.md's

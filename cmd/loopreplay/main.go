@@ -11,8 +11,19 @@
 //
 //	loopreplay [--config FILE] [--summary] [--html FILE] FILE|- ...
 //
-// Exit status: 0 on success, 2 on unreadable input (named file:line) or
-// configuration.
+// An input that cannot be read (missing, unreadable, a directory, empty,
+// binary, not a format it reads, a bad line: named file:line) is skipped
+// with one line on stderr saying why, and the others are audited; lines
+// before a file's first JSON line (a shell's complaints) and a last line
+// cut short are left out, saying so. Files are read one after another, in
+// order of start, so an audit of a thousand sessions holds a few at a
+// time. On a terminal, a run longer than a second shows its progress on
+// stderr.
+//
+// Exit status: 0 when every input was read whole; 3 when some inputs were
+// skipped or read in part and the rest audited; 2 on usage or
+// configuration errors, a page or output that cannot be written, or when
+// no input could be read at all.
 package main
 
 import (
@@ -23,10 +34,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
 
+	"github.com/otelcol-loop/otelcol-loop/internal/loopevent"
 	"github.com/otelcol-loop/otelcol-loop/internal/replay"
 )
 
@@ -61,55 +74,56 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "loopreplay: %s: %v\n", *configPath, err)
 		return 2
 	}
-	in := &replay.Input{}
-	for _, name := range fs.Args() {
-		if err := readInput(in, name, stdin); err != nil {
-			fmt.Fprintf(stderr, "loopreplay: %v\n", err)
-			return 2
-		}
-	}
-	res, err := replay.Run(context.Background(), cfg, in.All())
+	progress := newProgressLine(stderr, time.Now)
+	res, err := replay.Audit(context.Background(), cfg, fs.Args(), replay.AuditOptions{
+		Page:     *htmlPath != "",
+		Stdin:    stdin,
+		Events:   func(evs []loopevent.Event) error { return replay.WriteLines(stdout, evs) },
+		Note:     func(line string) { progress.note("loopreplay: " + line) },
+		Progress: progress.update,
+	})
+	progress.clear()
 	if err != nil {
 		fmt.Fprintf(stderr, "loopreplay: %v\n", err)
 		return 2
 	}
-	if err := replay.WriteLines(stdout, res.Events); err != nil {
-		fmt.Fprintf(stderr, "loopreplay: writing output: %v\n", err)
-		return 2
-	}
-	sum := replay.Summarize(cfg, in, res)
 	if *summary {
 		enc := json.NewEncoder(stderr)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
-		_ = enc.Encode(sum)
+		_ = enc.Encode(res.Summary)
 	}
 	if *htmlPath != "" {
-		if err := writePage(*htmlPath, fs.Args(), &sum, res); err != nil {
+		if err := writePage(*htmlPath, res.Page); err != nil {
 			fmt.Fprintf(stderr, "loopreplay: %v\n", err)
 			return 2
 		}
 	}
+	return exitCode(res)
+}
+
+// exitCode says how the inputs were read: all whole (0), some skipped or
+// read in part (3), none at all (2).
+func exitCode(res *replay.AuditResult) int {
+	switch {
+	case res.Read == 0 && res.Skipped > 0:
+		return 2
+	case res.Skipped > 0 || res.ReadInPart > 0:
+		return 3
+	}
 	return 0
 }
 
-func writePage(path string, inputs []string, sum *replay.Summary, res *replay.Result) error {
+func writePage(path string, page *replay.Page) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := replay.WritePage(f, replay.PageOf(inputs, sum, res)); err != nil {
+	if err := replay.WritePage(f, page); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Close()
-}
-
-func readInput(in *replay.Input, name string, stdin io.Reader) error {
-	if name == "-" {
-		return in.Add(stdin, "stdin")
-	}
-	return in.AddFile(name)
 }
 
 // loadConfig reads the loop_detect block from a YAML file; a collector

@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 )
 
 //go:embed page.html
@@ -83,76 +84,50 @@ var stateRank = map[string]int{"stuck": 0, "uncertain": 1, "retrying": 2, "waiti
 
 // PageOf lays out a replay for the page.
 func PageOf(inputs []string, sum *Summary, res *Result) *Page {
-	p := &Page{Title: "loopreplay: " + strings.Join(inputs, ", "), Inputs: inputs, Summary: sum}
-	calls := map[string][]*Call{}
-	var order []string
-	for i := range res.Calls {
-		c := &res.Calls[i]
-		if !c.Counted {
-			continue
-		}
-		if _, ok := calls[c.Session]; !ok {
-			order = append(order, c.Session)
-		}
-		calls[c.Session] = append(calls[c.Session], c)
-	}
-	trans := map[string][]int{}
-	for i := range res.Events {
-		s := res.Events[i].Session
-		if _, ok := calls[s]; !ok {
-			if _, ok := trans[s]; !ok {
-				order = append(order, s)
-			}
-		}
-		trans[s] = append(trans[s], i)
-	}
-	for _, key := range order {
-		p.Sessions = append(p.Sessions, pageSession(key, calls[key], trans[key], res))
-	}
-	sort.SliceStable(p.Sessions, func(i, j int) bool {
-		a, b := &p.Sessions[i], &p.Sessions[j]
-		if (a.Kills > 0) != (b.Kills > 0) {
-			return a.Kills > 0
-		}
-		if stateRank[a.FinalState] != stateRank[b.FinalState] {
-			return stateRank[a.FinalState] < stateRank[b.FinalState]
-		}
-		return a.Session < b.Session
-	})
-	return p
+	return tallyOf(res, true).pageOf(inputs, sum)
 }
 
-func pageSession(key string, calls []*Call, evIdx []int, res *Result) PageSession {
+func pageTitle(inputs []string) string {
+	const shown = 3
+	if len(inputs) > shown {
+		return fmt.Sprintf("loopreplay: %s and %d more", strings.Join(inputs[:shown], ", "), len(inputs)-shown)
+	}
+	return "loopreplay: " + strings.Join(inputs, ", ")
+}
+
+func pageSession(key string, st *sessionTally) PageSession {
 	// The engine numbers a session's calls in start-time order.
-	sort.SliceStable(calls, func(i, j int) bool { return calls[i].Start.Before(calls[j].Start) })
+	calls := st.calls
+	sort.SliceStable(calls, func(i, j int) bool { return calls[i].start < calls[j].start })
 	ps := PageSession{Session: key, FinalState: "working", Tools: []string{}}
 	n := len(calls)
 	ps.Tool, ps.Action, ps.Result, ps.Offset = make([]int, n), make([]int, n), make([]int, n), make([]int64, n)
 	tools, acts, results := map[string]int{}, map[uint64]int{}, map[uint64]int{}
 	flags := make([]byte, n)
-	for i, c := range calls {
+	for i := range calls {
+		c := &calls[i]
 		if i == 0 {
-			ps.Client = c.Client
-			ps.Start = c.Start.UTC().Format("2006-01-02 15:04:05Z")
+			ps.Client = c.client
+			ps.Start = time.Unix(0, c.start).UTC().Format("2006-01-02 15:04:05Z")
 		}
-		t, ok := tools[c.Tool]
+		t, ok := tools[c.tool]
 		if !ok {
 			t = len(ps.Tools)
-			tools[c.Tool] = t
-			ps.Tools = append(ps.Tools, c.Tool)
+			tools[c.tool] = t
+			ps.Tools = append(ps.Tools, c.tool)
 		}
 		ps.Tool[i] = t
-		ps.Action[i] = number(acts, c.Signature)
-		if c.Fingerprint != 0 {
-			ps.Result[i] = number(results, c.Fingerprint)
+		ps.Action[i] = number(acts, c.sig)
+		if c.fp != 0 {
+			ps.Result[i] = number(results, c.fp)
 		}
-		ps.Offset[i] = int64(c.Start.Sub(calls[0].Start).Seconds())
+		ps.Offset[i] = int64(time.Duration(c.start - calls[0].start).Seconds())
 		switch {
-		case c.NameOnly && c.Failed:
+		case c.nameOnly && c.failed:
 			flags[i] = 'x'
-		case c.NameOnly:
+		case c.nameOnly:
 			flags[i] = 'n'
-		case c.Failed:
+		case c.failed:
 			flags[i] = 'f'
 		default:
 			flags[i] = '-'
@@ -163,8 +138,8 @@ func pageSession(key string, calls []*Call, evIdx []int, res *Result) PageSessio
 	for i := range states {
 		states[i] = 'w'
 	}
-	for _, ei := range evIdx {
-		e := &res.Events[ei]
+	for i := range st.events {
+		e := &st.events[i]
 		call := int(min(max(e.CallIndex, 1), int64(max(n, 1))))
 		ps.Transitions = append(ps.Transitions, PageTransition{
 			Call: call, From: e.From, To: e.To, Reason: e.Reason, Trigger: e.Trigger,
@@ -200,6 +175,83 @@ func number(m map[uint64]int, d uint64) int {
 	return len(m)
 }
 
+// The page's session list and the timeline rows it links to are written
+// into the page, so a flagged session's link has its target without
+// script; the rows' cells are drawn from the data.
+const (
+	sessionTableMarker = "{{SESSION_TABLE}}"
+	timelineRowsMarker = "{{TIMELINE_ROWS}}"
+)
+
+// Flagged says whether the page's list links a session to its timeline:
+// it was stuck at some call, killed, or ended uncertain.
+func Flagged(s *SessionSummary) bool {
+	return s.StuckAtCall > 0 || s.Kills > 0 || s.FinalState == "stuck" || s.FinalState == "uncertain"
+}
+
+// TimelineID is the id of the i-th timeline row (p.Sessions[i]).
+func TimelineID(i int) string { return fmt.Sprintf("timeline-%d", i) }
+
+// sessionTable is the list of every session of the summary, a row each
+// with its verdict; a flagged session's name links to its timeline.
+func (p *Page) sessionTable() string {
+	row := map[string]int{}
+	for i := range p.Sessions {
+		row[p.Sessions[i].Session] = i
+	}
+	var b strings.Builder
+	b.WriteString(`<table id="sessions"><thead><tr><th data-type="text">session</th><th data-type="text">client</th>` +
+		`<th data-type="num" title="worst first">verdict</th><th data-type="num">stuck at call</th><th data-type="num">kills</th>` +
+		`<th data-type="num">calls</th><th data-type="num">detection delay (calls)</th><th data-type="text">file</th></tr></thead><tbody>` + "\n")
+	if p.Summary == nil {
+		b.WriteString("</tbody></table>")
+		return b.String()
+	}
+	num := func(v int64) string {
+		if v == 0 {
+			return `<td class="num" data-v="1e15"></td>`
+		}
+		return fmt.Sprintf(`<td class="num" data-v="%d">%d</td>`, v, v)
+	}
+	for i := range p.Summary.Sessions {
+		s := &p.Summary.Sessions[i]
+		e := html.EscapeString
+		name := e(s.Session)
+		cls := ""
+		if i, ok := row[s.Session]; ok && Flagged(s) {
+			cls = ` class="flagged"`
+			name = fmt.Sprintf(`<a href="#%s">%s</a>`, TimelineID(i), name)
+		}
+		fmt.Fprintf(&b, `<tr%s><td class="sid" data-v="%s">%s</td><td data-v="%s">%s</td><td data-v="%d"><span class="badge %c-bg">%s</span></td>`,
+			cls, e(s.Session), name, e(s.Client), e(s.Client), stateRank[s.FinalState], stateLetterOr(s.FinalState), e(s.FinalState))
+		b.WriteString(num(s.StuckAtCall))
+		fmt.Fprintf(&b, `<td class="num" data-v="%d">%d</td><td class="num" data-v="%d">%d</td>`, s.Kills, s.Kills, s.Calls, s.Calls)
+		b.WriteString(num(s.DelayCalls))
+		fmt.Fprintf(&b, `<td class="file" data-v="%s">%s</td></tr>`+"\n", e(s.Transcript), e(s.Transcript))
+	}
+	b.WriteString("</tbody></table>")
+	return b.String()
+}
+
+// stateLetterOr is a state's letter, w for an unknown one.
+func stateLetterOr(state string) byte {
+	if l, ok := stateLetter[state]; ok {
+		return l
+	}
+	return 'w'
+}
+
+// timelineRows are the empty timeline rows, in p.Sessions' order, each
+// with the id the list links to.
+func (p *Page) timelineRows() string {
+	var b strings.Builder
+	for i := range p.Sessions {
+		fmt.Fprintf(&b, `<div class="row" id="%s" data-session="%s" data-index="%d"></div>`,
+			TimelineID(i), html.EscapeString(p.Sessions[i].Session), i)
+	}
+	return b.String()
+}
+
 // WritePage writes p as one self-contained HTML page: inline style and
 // script, no external resources.
 func WritePage(w io.Writer, p *Page) error {
@@ -207,7 +259,8 @@ func WritePage(w io.Writer, p *Page) error {
 	if i < 0 {
 		return fmt.Errorf("page template lacks its data marker")
 	}
-	head := strings.Replace(pageTemplate[:i], "{{TITLE}}", html.EscapeString(p.Title), 1)
+	head := strings.NewReplacer("{{TITLE}}", html.EscapeString(p.Title),
+		sessionTableMarker, p.sessionTable(), timelineRowsMarker, p.timelineRows()).Replace(pageTemplate[:i])
 	if _, err := io.WriteString(w, head); err != nil {
 		return err
 	}

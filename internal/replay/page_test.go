@@ -7,9 +7,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"html"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/loopevent"
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect"
 )
 
 var screenshot = flag.String("screenshot", "", "write a screenshot of the 1,972-call incident's replay page to this PNG file")
@@ -202,6 +207,7 @@ func TestPageInBrowser(t *testing.T) {
 	t.Run("the 1,972-call incident and a Claude Code session", func(t *testing.T) { testSeed000Page(t, tab(t, ctx)) })
 	t.Run("100 sessions of 1,000 calls", func(t *testing.T) { testLargePage(t, tab(t, ctx)) })
 	t.Run("screenshot of the 1,972-call incident", func(t *testing.T) { testSeed000Screenshot(t, tab(t, ctx)) })
+	t.Run("the session list sorts and links to timelines", func(t *testing.T) { testSessionList(t, tab(t, ctx)) })
 }
 
 func tab(t *testing.T, browser context.Context) context.Context {
@@ -310,6 +316,49 @@ func testLargePage(t *testing.T, ctx context.Context) {
 	t.Logf("page of 100 x 1,000 calls: %d bytes, rendered in %.0f ms", st.Size(), eval[float64](t, ctx, `window.loopreplayRenderMs`))
 }
 
+// testSessionList: a click on a heading sorts the session list by it, a
+// second click the other way; a flagged session's link brings its
+// timeline row, filled with its cells, to the fore.
+func testSessionList(t *testing.T, ctx context.Context) {
+	var errs consoleErrors
+	errs.listen(t, ctx)
+	sum, res := replayFiles(t, filepath.Join(seed000, "input.jsonl"), filepath.Join(seed000, "..", "client-gemini-cli-healthy", "input.jsonl"), claudeLogs)
+	path := writePageFile(t, PageOf([]string{"a", "b", "c"}, sum, res))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("file://"+path)))
+	require.True(t, eval[bool](t, ctx, `window.loopreplayReady === true`))
+	verdicts := `[...document.querySelectorAll("#sessions tbody tr")].map(r => r.cells[2].textContent)`
+	worstFirst := []string{"stuck", "stuck", "working", "working", "working", "working"}
+	require.Equal(t, worstFirst, sortedStates(sum))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(`#sessions th:nth-child(3)`)))
+	require.Equal(t, worstFirst, eval[[]string](t, ctx, verdicts))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(`#sessions th:nth-child(3)`)))
+	slices.Reverse(worstFirst)
+	require.Equal(t, worstFirst, eval[[]string](t, ctx, verdicts))
+	require.Equal(t, "descending", eval[string](t, ctx, `document.querySelector("#sessions th:nth-child(3)").getAttribute("aria-sort")`))
+	calls := `[...document.querySelectorAll("#sessions tbody tr")].map(r => Number(r.cells[5].textContent))`
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(`#sessions th:nth-child(6)`)))
+	got := eval[[]int](t, ctx, calls)
+	require.IsNonDecreasing(t, got)
+
+	link := eval[string](t, ctx, `document.querySelector("#sessions tr.flagged a").getAttribute("href")`)
+	session := eval[string](t, ctx, `document.querySelector("#sessions tr.flagged td.sid").dataset.v`)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(`#sessions tr.flagged a`)))
+	require.Equal(t, link, eval[string](t, ctx, `location.hash`))
+	require.Equal(t, session, eval[string](t, ctx, `document.querySelector(".row:target").dataset.session`))
+	require.Equal(t, sum.sessionCalls(session), eval[int](t, ctx, `document.querySelector(".row:target").querySelectorAll(".c").length`))
+	require.Empty(t, errs.all())
+}
+
+// sortedStates are the summary's final states, worst first.
+func sortedStates(sum *Summary) []string {
+	var out []string
+	for _, s := range sum.Sessions {
+		out = append(out, s.FinalState)
+	}
+	sort.Slice(out, func(i, j int) bool { return stateRank[out[i]] < stateRank[out[j]] })
+	return out
+}
+
 // largePage lays out sessions × calls synthetic calls: every tenth session
 // loops from its middle and is killed five calls later.
 func largePage(sessions, calls int) *Page {
@@ -360,4 +409,73 @@ func BenchmarkPage(b *testing.B) {
 		size = buf.Len()
 	}
 	b.ReportMetric(float64(size), "page-bytes")
+}
+
+// TestPageListsEverySessionWithItsVerdict: the page's session list has a
+// row per session with its verdict and sort keys, and each flagged
+// session (stuck at some call, killed or ending uncertain) links to its
+// own timeline row, which is in the page; the others link nowhere.
+func TestPageListsEverySessionWithItsVerdict(t *testing.T) {
+	sum, res := replayFiles(t, filepath.Join(seed000, "input.jsonl"), filepath.Join(seed000, "..", "client-gemini-cli-healthy", "input.jsonl"), claudeLogs)
+	// A name to escape, on a working session.
+	require.Equal(t, "working", sum.Sessions[len(sum.Sessions)-1].FinalState)
+	for i := range res.Calls {
+		if res.Calls[i].Session == sum.Sessions[len(sum.Sessions)-1].Session {
+			res.Calls[i].Session = `<b>"odd" & name</b>`
+		}
+	}
+	*sum = Summarize(mustConfig(t), &Input{}, res)
+	p := PageOf([]string{"a.jsonl"}, sum, res)
+	var b bytes.Buffer
+	require.NoError(t, WritePage(&b, p))
+	page := b.String()
+
+	rowRE := regexp.MustCompile(`<tr( class="flagged")?><td class="sid" data-v="([^"]*)">(.*?)</td><td data-v="[^"]*">[^<]*</td><td data-v="(\d+)"><span class="badge [a-z]-bg">([a-z]+)</span></td>` +
+		`<td class="num" data-v="(\d+|1e15)">\d*</td><td class="num" data-v="(\d+)">\d+</td><td class="num" data-v="(\d+)">\d+</td>`)
+	rows := rowRE.FindAllStringSubmatch(page, -1)
+	require.Len(t, rows, len(sum.Sessions), "a row per session")
+	require.Equal(t, len(sum.Sessions), strings.Count(page, `<tr><td class="sid"`)+strings.Count(page, `<tr class="flagged"><td class="sid"`))
+	flagged := 0
+	for i, r := range rows {
+		s := sum.Sessions[i]
+		require.Equal(t, html.EscapeString(s.Session), r[2])
+		require.Equal(t, s.FinalState, r[5], s.Session)
+		require.Equal(t, fmt.Sprint(stateRank[s.FinalState]), r[4], "the verdict sorts worst first")
+		require.Equal(t, fmt.Sprint(s.Kills), r[7])
+		require.Equal(t, fmt.Sprint(s.Calls), r[8])
+		if s.StuckAtCall > 0 {
+			require.Equal(t, fmt.Sprint(s.StuckAtCall), r[6])
+		} else {
+			require.Equal(t, "1e15", r[6], "no stuck call sorts last")
+		}
+		link := regexp.MustCompile(`^<a href="#(timeline-\d+)">(.*)</a>$`).FindStringSubmatch(r[3])
+		if !Flagged(&s) {
+			require.Empty(t, r[1])
+			require.Nil(t, link, "%s is not flagged: no link", s.Session)
+			require.Equal(t, html.EscapeString(s.Session), r[3])
+			continue
+		}
+		flagged++
+		require.NotEmpty(t, r[1])
+		require.NotNil(t, link, "%s is flagged: a link to its timeline", s.Session)
+		require.Equal(t, html.EscapeString(s.Session), link[2])
+		// The target row is in the page, and is this session's.
+		require.Contains(t, page, fmt.Sprintf(`<div class="row" id="%s" data-session="%s"`, link[1], html.EscapeString(s.Session)))
+		require.Equal(t, 1, strings.Count(page, `id="`+link[1]+`"`))
+	}
+	require.Equal(t, 2, flagged, "the 1,972-call incident and the Claude Code loop")
+	require.Less(t, flagged, len(rows), "a healthy session too")
+	require.Contains(t, page, "&lt;b&gt;&#34;odd&#34; &amp; name&lt;/b&gt;")
+	require.NotContains(t, page, `<b>"odd"`)
+
+	// Every heading sorts, numbers as numbers; the script does it in the page.
+	require.Equal(t, 8, len(regexp.MustCompile(`<th data-type="(num|text)"`).FindAllString(page, -1)))
+	require.Contains(t, page, `th.addEventListener("click"`)
+	require.Equal(t, 2, strings.Count(page, "<script"))
+}
+
+func mustConfig(t *testing.T) *loopdetect.Config {
+	cfg, err := Config(nil)
+	require.NoError(t, err)
+	return cfg
 }

@@ -2,7 +2,6 @@ package replay
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,8 +68,22 @@ type Input struct {
 	// VerdictSpans are spans holding an earlier run's timer-driven
 	// verdicts (a recorded collector export): the processor removes them.
 	VerdictSpans int64
+	// TranscriptCalls counts the calls read from agent transcripts, kept
+	// in Transcript or (in an audit) already replayed.
+	TranscriptCalls int64
+	// Cleanings name the files read in part: lines before their first
+	// JSON line or a last line cut short left out.
+	Cleanings []FileCleaning
 
 	seen map[string]bool
+	// skipped are the files an audit did not read.
+	skipped []FileNote
+}
+
+// FileCleaning is what was left out of one file to read it.
+type FileCleaning struct {
+	File string
+	Cleaning
 }
 
 // SessionParent is where a subagent's session came from.
@@ -115,8 +128,9 @@ func (in *Input) All() []Batch {
 }
 
 // Add reads one more file into in, its format found from its content:
-// OTLP JSON, a Claude Code session transcript or stream-json output, or a
-// Gemini CLI session file, any of them gzip-compressed.
+// OTLP JSON or one of sessionFormats, any of them gzip-compressed. Lines
+// before the first JSON line and a last line cut short are left out and
+// noted in Cleanings.
 func (in *Input) Add(r io.Reader, name string) error {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -136,31 +150,18 @@ func (in *Input) AddFile(name string) error {
 	return in.addFile(data, name, true)
 }
 
-// addFile reads data; onDisk says name is a file, whose subagent
-// transcripts may lie beside it.
+// addFile reads data; onDisk says name is a file, whose companions (the
+// subagent transcripts of a Claude Code session) may lie beside it.
 func (in *Input) addFile(data []byte, name string, onDisk bool) error {
-	if in.Formats == nil {
-		in.Formats = map[string]int{}
-	}
-	data, err := gunzip(data, name)
+	data, cleaning, err := clean(data)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", name, err)
 	}
-	kind := transcriptKind(data)
-	if kind == "" {
-		in.Formats[FormatOTLPJSON]++
-		return in.add(data, name)
+	if cleaning.Any() {
+		in.Cleanings = append(in.Cleanings, FileCleaning{File: name, Cleaning: cleaning})
 	}
-	if kind == FormatGeminiSession {
-		calls, err := readGemini(data, name)
-		if err != nil {
-			return err
-		}
-		in.Formats[FormatGeminiSession]++
-		in.addCalls(calls, name)
-		return nil
-	}
-	if onDisk {
+	sf := formatOf(data)
+	if sf != nil && sf.companions != nil && onDisk {
 		if in.seen == nil {
 			in.seen = map[string]bool{}
 		}
@@ -170,14 +171,13 @@ func (in *Input) addFile(data []byte, name string, onDisk bool) error {
 		}
 		in.seen[abs] = true
 	}
-	agent, parent := subagentOf(name)
-	if err := in.addTranscript(data, name, agent, parent); err != nil {
+	if err := in.addData(data, name, sf); err != nil {
 		return err
 	}
-	if !onDisk {
+	if sf == nil || sf.companions == nil || !onDisk {
 		return nil
 	}
-	for _, sub := range subagentFiles(name) {
+	for _, sub := range sf.companions(name) {
 		if err := in.AddFile(sub); err != nil {
 			return err
 		}
@@ -185,8 +185,16 @@ func (in *Input) addFile(data []byte, name string, onDisk bool) error {
 	return nil
 }
 
-func (in *Input) addTranscript(data []byte, name, agent, parent string) error {
-	calls, format, err := readTranscript(data, name, agent, parent)
+// addData reads data, cleaned, in the format sf (OTLP JSON when nil).
+func (in *Input) addData(data []byte, name string, sf *sessionFormat) error {
+	if in.Formats == nil {
+		in.Formats = map[string]int{}
+	}
+	if sf == nil {
+		in.Formats[FormatOTLPJSON]++
+		return in.add(data, name)
+	}
+	calls, format, err := sf.read(data, name)
 	if err != nil {
 		return err
 	}
@@ -200,6 +208,7 @@ func (in *Input) addCalls(calls []TranscriptCall, name string) {
 	if in.SessionFiles == nil {
 		in.SessionFiles = map[string]string{}
 	}
+	in.TranscriptCalls += int64(len(calls))
 	for i := range calls {
 		calls[i].order = len(in.Transcript)
 		if key := engineSession(&calls[i]); in.SessionFiles[key] == "" {
@@ -215,41 +224,6 @@ func (in *Input) addCalls(calls []TranscriptCall, name string) {
 		}
 		in.Transcript = append(in.Transcript, calls[i])
 	}
-}
-
-// transcriptKind names the agent transcript format of data from its first
-// JSON value: FormatGeminiSession, FormatClaudeSession (stream-json is
-// told apart while reading), or "" for anything else, unreadable input
-// included, which is read as OTLP JSON, whose reader names the bad line.
-func transcriptKind(data []byte) string {
-	var first map[string]json.RawMessage
-	if json.NewDecoder(bytes.NewReader(data)).Decode(&first) != nil {
-		return ""
-	}
-	switch {
-	case looksLikeGemini(first):
-		return FormatGeminiSession
-	case looksLikeTranscript(first):
-		return FormatClaudeSession
-	}
-	return ""
-}
-
-// gunzip inflates gzip-compressed input (archived transcripts and CI
-// logs); anything else is returned as it is.
-func gunzip(data []byte, name string) ([]byte, error) {
-	if len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
-		return data, nil
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	out, err := io.ReadAll(zr)
-	if err != nil {
-		return nil, fmt.Errorf("%s: gzip: %w", name, err)
-	}
-	return out, nil
 }
 
 func (in *Input) add(data []byte, name string) error {

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processortest"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -113,83 +114,133 @@ type Call struct {
 // is not modified.
 func Run(ctx context.Context, cfg *loopdetect.Config, batches []Batch) (*Result, error) {
 	res := &Result{}
-	c := *cfg // the components of one processor share the config pointer
 	// The observation's strings may point into the processor's scratch
 	// space (a trace-id session key does): keep copies, one per value.
-	interned := map[string]string{}
-	intern := func(s string) string {
-		if v, ok := interned[s]; ok {
-			return v
-		}
-		v := strings.Clone(s)
-		interned[v] = v
-		return v
-	}
-	loopdetect.ObserveCalls(&c, func(o *loopdetect.Observation) {
+	var in interner
+	r, err := newReplayer(ctx, cfg, func(o *loopdetect.Observation) {
 		res.Calls = append(res.Calls, Call{
-			Session: intern(o.Session), SessionSource: intern(o.SessionSource), Client: intern(o.Client), Tool: intern(o.Tool),
+			Session: in.get(o.Session), SessionSource: in.get(o.SessionSource), Client: in.get(o.Client), Tool: in.get(o.Tool),
 			SpanID: hex.EncodeToString(o.SpanID[:]), Start: o.Start,
 			Signature: uint64(o.Signature), Fingerprint: uint64(o.Fingerprint),
 			NameOnly: o.NameOnly, Failed: o.Failed, Counted: o.Counted,
 		})
-	})
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer func() { _ = mp.Shutdown(context.WithoutCancel(ctx)) }()
-
-	sink := &collector{res: res}
-	f := loopdetect.NewFactory()
-	set := processortest.NewNopSettings(f.Type())
-	set.MeterProvider = mp
-	tp, err := f.CreateTraces(ctx, set, &c, sink)
+	}, func(evs []loopevent.Event) { res.Events = append(res.Events, evs...) })
 	if err != nil {
 		return nil, err
 	}
-	lp, err := f.CreateLogs(ctx, set, &c, sink)
-	if err != nil {
-		_ = tp.Shutdown(ctx)
-		return nil, err
-	}
-	comps := []component.Component{tp, lp}
-	shutdown := func() error {
-		var errs []error
-		for _, p := range comps {
-			errs = append(errs, p.Shutdown(ctx))
-		}
-		return errors.Join(errs...)
-	}
-	for _, p := range comps {
-		if err := p.Start(ctx, componenttest.NewNopHost()); err != nil {
-			_ = shutdown()
+	r.sink.keep = res
+	for i := range batches {
+		if err := r.feed(ctx, &batches[i]); err != nil {
+			_ = r.shutdown()
 			return nil, err
 		}
 	}
-	for _, b := range batches {
-		var err error
-		if b.Signal == SignalLogs {
-			err = lp.ConsumeLogs(ctx, b.Logs)
-		} else {
-			err = tp.ConsumeTraces(ctx, b.Traces)
-		}
-		if err != nil {
-			_ = shutdown()
-			return nil, fmt.Errorf("%s: %w", b.Source, err)
-		}
-	}
-	if err := shutdown(); err != nil {
+	counts, err := r.close(ctx)
+	if err != nil {
 		return nil, err
 	}
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(ctx, &rm); err != nil {
-		return nil, fmt.Errorf("reading the processor's counters: %w", err)
-	}
-	res.Counts = countsOf(&rm)
-	return res, sink.err
+	res.Counts = counts
+	return res, nil
 }
 
+// interner keeps one copy of each string value.
+type interner map[string]string
+
+func (in *interner) get(s string) string {
+	if v, ok := (*in)[s]; ok {
+		return v
+	}
+	if *in == nil {
+		*in = map[string]string{}
+	}
+	v := strings.Clone(s)
+	(*in)[v] = v
+	return v
+}
+
+// replayer is a traces and a logs processor created from one config, as a
+// collector with both pipelines has them, with its counters' reader.
+type replayer struct {
+	tp     processor.Traces
+	lp     processor.Logs
+	sink   *collector
+	reader *sdkmetric.ManualReader
+	mp     *sdkmetric.MeterProvider
+	ctx    context.Context
+}
+
+// newReplayer starts the processors; observe sees every tool call read,
+// events every batch of transitions forwarded.
+func newReplayer(ctx context.Context, cfg *loopdetect.Config, observe func(*loopdetect.Observation), events func([]loopevent.Event)) (*replayer, error) {
+	c := *cfg // the components of one processor share the config pointer
+	loopdetect.ObserveCalls(&c, observe)
+	r := &replayer{reader: sdkmetric.NewManualReader(), sink: &collector{events: events}, ctx: ctx}
+	r.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(r.reader))
+	f := loopdetect.NewFactory()
+	set := processortest.NewNopSettings(f.Type())
+	set.MeterProvider = r.mp
+	var err error
+	if r.tp, err = f.CreateTraces(ctx, set, &c, r.sink); err != nil {
+		_ = r.mp.Shutdown(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	if r.lp, err = f.CreateLogs(ctx, set, &c, r.sink); err != nil {
+		_ = r.tp.Shutdown(ctx)
+		_ = r.mp.Shutdown(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	for _, p := range []component.Component{r.tp, r.lp} {
+		if err := p.Start(ctx, componenttest.NewNopHost()); err != nil {
+			_ = r.shutdown()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// feed hands one recorded request to its processor.
+func (r *replayer) feed(ctx context.Context, b *Batch) error {
+	var err error
+	if b.Signal == SignalLogs {
+		err = r.lp.ConsumeLogs(ctx, b.Logs)
+	} else {
+		err = r.tp.ConsumeTraces(ctx, b.Traces)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", b.Source, err)
+	}
+	return nil
+}
+
+// shutdown stops the processors: in event-time mode the timers fire at
+// the last event time, and what they decide is forwarded.
+func (r *replayer) shutdown() error {
+	defer func() { _ = r.mp.Shutdown(context.WithoutCancel(r.ctx)) }()
+	return errors.Join(r.tp.Shutdown(r.ctx), r.lp.Shutdown(r.ctx))
+}
+
+// close shuts the processors down and returns their counters.
+func (r *replayer) close(ctx context.Context) (Counts, error) {
+	var rm metricdata.ResourceMetrics
+	err := errors.Join(r.tp.Shutdown(ctx), r.lp.Shutdown(ctx))
+	if err == nil {
+		if err = r.reader.Collect(ctx, &rm); err != nil {
+			err = fmt.Errorf("reading the processor's counters: %w", err)
+		}
+	}
+	_ = r.mp.Shutdown(context.WithoutCancel(ctx))
+	if err == nil {
+		err = r.sink.err
+	}
+	return countsOf(&rm), err
+}
+
+// collector is the processors' next consumer: it reads the transitions
+// out of what they forward and, for Run, keeps the batches.
 type collector struct {
-	res *Result
-	err error
+	events func([]loopevent.Event)
+	keep   *Result
+	err    error
 }
 
 func (c *collector) Capabilities() consumer.Capabilities { return consumer.Capabilities{} }
@@ -199,8 +250,12 @@ func (c *collector) ConsumeTraces(_ context.Context, td ptrace.Traces) error {
 	if err != nil && c.err == nil {
 		c.err = err
 	}
-	c.res.Events = append(c.res.Events, evs...)
-	c.res.Output = append(c.res.Output, td)
+	if len(evs) > 0 {
+		c.events(evs)
+	}
+	if c.keep != nil {
+		c.keep.Output = append(c.keep.Output, td)
+	}
 	return nil
 }
 
@@ -209,8 +264,12 @@ func (c *collector) ConsumeLogs(_ context.Context, ld plog.Logs) error {
 	if err != nil && c.err == nil {
 		c.err = err
 	}
-	c.res.Events = append(c.res.Events, evs...)
-	c.res.OutputLogs = append(c.res.OutputLogs, ld)
+	if len(evs) > 0 {
+		c.events(evs)
+	}
+	if c.keep != nil {
+		c.keep.OutputLogs = append(c.keep.OutputLogs, ld)
+	}
 	return nil
 }
 

@@ -2,7 +2,6 @@ package replay
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -93,6 +92,18 @@ type ReadSummary struct {
 	// Skipped counts what was not counted as a call, by reason:
 	// not_a_tool_call, no_session_key, repeated_delivery, earlier_verdict.
 	Skipped map[string]int64 `json:"skipped"`
+	// SkippedFiles are the inputs not read at all (unreadable, empty,
+	// binary, a directory, or not a format loopreplay reads), each with
+	// why; ReadInPart the inputs read with lines left out (lines before
+	// the first JSON line, a last line cut short).
+	SkippedFiles []FileNote `json:"skipped_files,omitempty"`
+	ReadInPart   []FileNote `json:"read_in_part,omitempty"`
+}
+
+// FileNote says why an input was skipped or read in part.
+type FileNote struct {
+	File string `json:"file"`
+	Note string `json:"note"`
 }
 
 // Summary is loopreplay's --summary output.
@@ -110,92 +121,46 @@ type Summary struct {
 
 // Summarize describes a replay of in under cfg.
 func Summarize(cfg *loopdetect.Config, in *Input, res *Result) Summary {
-	sum := Summary{
-		Sessions:    []SessionSummary{},
-		States:      map[string]int{},
-		Transitions: map[string]int{},
-		Read: ReadSummary{
-			Spans: in.Spans, LogRecords: in.LogRecords, OtherSignalRequests: in.OtherSignals,
-			Files: in.Formats, TranscriptCalls: int64(len(in.Transcript)),
-			ToolCalls: res.Counts.ToolCalls, ToolCallsByClient: map[string]int64{},
-			Degraded: map[string]int64{}, Skipped: map[string]int64{},
-		},
-	}
-	by := map[string]*SessionSummary{}
-	get := func(key string) *SessionSummary {
-		s, ok := by[key]
-		if !ok {
-			link := in.SessionParents[key]
-			s = &SessionSummary{Session: key, FinalState: "working", Transcript: in.SessionFiles[key],
-				ParentSession: link.Session, StartedBy: link.ToolUseID}
-			by[key] = s
-		}
-		return s
-	}
+	return tallyOf(res, false).summary(cfg, in, res.Counts)
+}
+
+// tallyOf folds a finished replay's calls and transitions.
+func tallyOf(res *Result, page bool) *tally {
+	t := newTally(page)
 	for i := range res.Calls {
-		c := &res.Calls[i]
-		sum.Read.ToolCallsByClient[c.Client]++
-		if !c.Counted {
-			continue
-		}
-		s := get(c.Session)
-		if s.Client == "" {
-			s.Client = c.Client
-		}
-		s.Calls++
-		if c.NameOnly {
-			sum.Read.Degraded["name_only"]++
-		}
+		t.call(&res.Calls[i])
 	}
 	for i := range res.Events {
-		e := &res.Events[i]
-		s := get(e.Session)
-		s.FinalState = e.To
-		s.Transitions++
-		sum.Transitions[e.To]++
-		if e.Kill {
-			s.Kills++
-			sum.Kills++
-		}
-		if e.To == "stuck" && e.From != "stuck" && s.DelayCalls == 0 {
-			s.DelayCalls, s.DelaySeconds = e.DelayCalls, e.DelaySeconds
-		}
-		if e.To == "stuck" && s.StuckAtCall == 0 {
-			s.StuckAtCall = e.CallIndex
-		}
+		t.event(&res.Events[i])
 	}
-	for _, s := range by {
-		sum.Sessions = append(sum.Sessions, *s)
-		sum.States[s.FinalState]++
-	}
-	sort.Slice(sum.Sessions, func(i, j int) bool { return sum.Sessions[i].Session < sum.Sessions[j].Session })
+	return t
+}
 
-	d := res.Counts.Degraded
-	for _, k := range []string{"malformed", "oversized", "bad_evidence", "out_of_order"} {
-		if d[k] > 0 {
-			sum.Read.Degraded[k] = d[k]
-		}
-	}
-	skipped := map[string]int64{
-		"no_session_key":    d["no_session"],
-		"repeated_delivery": d["duplicate"],
-		"earlier_verdict":   d["foreign_verdict"],
-		// The processor counts every span and record it looks at; what it
-		// neither recognised nor set aside for a reason above matched no
-		// tool-call name or attribute (or a skip list). Spans holding an
-		// earlier replay's verdicts are among those looked at.
-		"not_a_tool_call": max(res.Counts.Items-res.Counts.ToolCalls-d["no_session"]-in.VerdictSpans, 0),
-	}
-	for k, v := range skipped {
-		if v > 0 {
-			sum.Read.Skipped[k] = v
-		}
-	}
-	sum.Message = message(cfg, &sum)
-	return sum
+// joinNotes joins phrases into one line.
+func joinNotes(notes []string) string {
+	return strings.Join(notes, "; ")
 }
 
 func message(cfg *loopdetect.Config, sum *Summary) string {
+	return readMessage(cfg, sum) + filesMessage(&sum.Read)
+}
+
+// filesMessage says how many inputs were skipped or read in part.
+func filesMessage(r *ReadSummary) string {
+	var parts []string
+	if n := len(r.SkippedFiles); n > 0 {
+		parts = append(parts, plural(int64(n), "file")+" skipped (read.skipped_files says why)")
+	}
+	if n := len(r.ReadInPart); n > 0 {
+		parts = append(parts, plural(int64(n), "file")+" read in part (read.read_in_part)")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, ", ")
+}
+
+func readMessage(cfg *loopdetect.Config, sum *Summary) string {
 	r := &sum.Read
 	var b strings.Builder
 	claude := int64(r.Files[FormatClaudeSession] + r.Files[FormatClaudeStreamJSON])

@@ -344,26 +344,43 @@ func subagentOf(name string) (agent, parent string) {
 	return agent, parent
 }
 
-// transcriptBatches renders calls, ordered by start, as Claude Code's
-// claude_code.tool_result log records (Gemini CLI's calls as its tool_call
-// spans), one request per call so the
-// event clock and its timers move as they did in the session.
+// transcriptBatches renders calls, ordered by start, one request per
+// call so the event clock and its timers move as they did in the session.
 func transcriptBatches(calls []TranscriptCall) []Batch {
+	sortCalls(calls)
+	batches := make([]Batch, 0, len(calls))
+	for i := range calls {
+		batches = append(batches, callBatch(&calls[i]))
+	}
+	return batches
+}
+
+// sortCalls orders calls by start, then as read (file, then line).
+func sortCalls(calls []TranscriptCall) {
 	sort.SliceStable(calls, func(i, j int) bool {
 		if !calls[i].Start.Equal(calls[j].Start) {
 			return calls[i].Start.Before(calls[j].Start)
 		}
 		return calls[i].order < calls[j].order
 	})
-	batches := make([]Batch, 0, len(calls))
-	for i := range calls {
-		if calls[i].Client == clientGemini {
-			batches = append(batches, Batch{Signal: SignalTraces, Traces: geminiSpan(&calls[i]), Source: calls[i].Source})
-			continue
-		}
-		batches = append(batches, Batch{Signal: SignalLogs, Logs: transcriptRecord(&calls[i]), Source: calls[i].Source})
+}
+
+// callBatch renders c as its CLI's telemetry sends it (callRenderers),
+// Claude Code's claude_code.tool_result log record when none is listed.
+func callBatch(c *TranscriptCall) Batch {
+	if render, ok := callRenderers[c.Client]; ok {
+		return render(c)
 	}
-	return batches
+	return Batch{Signal: SignalLogs, Logs: transcriptRecord(c), Source: c.Source}
+}
+
+// callRenderers render the calls of a CLI (TranscriptCall.Client) other
+// than Claude Code: a new CLI's format adds its own beside its entry in
+// sessionFormats.
+var callRenderers = map[string]func(*TranscriptCall) Batch{
+	clientGemini: func(c *TranscriptCall) Batch {
+		return Batch{Signal: SignalTraces, Traces: geminiSpan(c), Source: c.Source}
+	},
 }
 
 // transcriptRecord is c as Claude Code's telemetry logs it with

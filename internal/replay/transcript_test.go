@@ -72,7 +72,8 @@ func TestReadTranscriptErrorsNameTheLine(t *testing.T) {
 		{"bad timestamp", `{"type":"user","timestamp":"yesterday"}`, "f.jsonl:1: not a Claude Code transcript line: timestamp"},
 		{"content of the wrong type", `{"type":"assistant","message":{"content":[1]}}`, "f.jsonl:1: not a Claude Code transcript line: message content"},
 		{"tool_use without id", `{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash"}]}}`, "f.jsonl:1: not a Claude Code transcript line: tool_use without an id"},
-		{"a truncated last line", sessionUse + "\n" + sessionResult[:40], "f.jsonl:2: not a Claude Code transcript line"},
+		// A cut line followed by more is no cut last line.
+		{"a truncated line before the last", sessionUse + "\n" + sessionResult[:40] + "\n" + sessionResult, "f.jsonl:2: not a Claude Code transcript line"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := &Input{}
@@ -204,7 +205,7 @@ func TestReadGemini(t *testing.T) {
 		})
 	}
 	for _, tc := range []struct{ name, input, want string }{
-		{"not JSON", geminiMeta + "\n{not json", "f:2: not a Gemini CLI session line"},
+		{"not JSON", geminiMeta + "\n{not json\n", "f:2: not a Gemini CLI session line"},
 		{"bad timestamp", geminiMeta + "\n" + strings.Replace(geminiUse, "2026-12-02T04:43:22.466Z", "later", 1), "f:2: not a Gemini CLI session line: timestamp"},
 		{"a call without an id", geminiMeta + "\n" + `{"id":"m","type":"gemini","toolCalls":[{"name":"glob"}]}`, "f:2: not a Gemini CLI session line: a tool call without an id"},
 	} {

@@ -177,6 +177,7 @@ func main() {
 	rp.sideBySide()
 	rp.growth()
 	rp.endToEnd()
+	rp.audit()
 	rp.benchstatTables()
 	if *changes != "" {
 		if err := rp.changes(*changes); err != nil {
@@ -406,6 +407,13 @@ func (rp *report) endToEnd() {
 		w("Not measured in this run (`make bench BENCH_E2E=1` runs it). `docs/latency.md` reports the kill latency without background load.\n\n")
 	}
 
+}
+
+// audit points to the figures of loopreplay's audit at scale, which make
+// bench-audit measures and writes to a file of their own.
+func (rp *report) audit() {
+	rp.w("## Audit of past sessions\n\n")
+	rp.w("`make bench-audit` (`internal/benchdata/audit`, not part of this run) measures `loopreplay --summary` over 100 and 1,000 generated sessions of mixed CLIs (some 200 MB): files/s, MB/s and peak RSS, in [BENCHMARKS-audit.md](BENCHMARKS-audit.md), written by the run that measured them.\n\n")
 }
 
 // bs runs benchstat with args and returns its output, or why it failed.
