@@ -320,12 +320,20 @@ func waitFlag(w string) (flag, takesNext bool) {
 // done (gh run watch, kubectl wait, docker wait, aws … wait).
 var watchingSubcommands = map[string]bool{"watch": true, "wait": true}
 
+// setupCommands prepare a poll (cd /repo && …, echo ---; …): they are
+// part of its owner, but a label names the command they prepare.
+var setupCommands = map[string]bool{
+	"cd": true, "pushd": true, "popd": true, "export": true, "set": true, "unset": true, "source": true, ".": true,
+	"echo": true, "printf": true, "true": true, ":": true, "date": true, "clear": true,
+}
+
 // job reads a command that is not the wait: its words, less its wait
 // options, are the owner; its subcommands may make it wait (gh run watch,
 // kubectl rollout status).
 func (sc *cmdScan) job(words []shWord) {
-	sc.wait.owner = mix(sc.wait.owner ^ strHash(baseName(sc.text(words[0]))))
-	labelled := len(sc.label) == 0
+	name := baseName(sc.text(words[0]))
+	sc.wait.owner = mix(sc.wait.owner ^ strHash(name))
+	labelled := len(sc.label) == 0 && !setupCommands[name]
 	if labelled {
 		sc.label = append(sc.label, baseName(sc.text(words[0]))...)
 	}

@@ -30,6 +30,8 @@ func TestCommandWaits(t *testing.T) {
 		{"wait builtin", "npm run build & wait; cat build.log", true, "npm run build"},
 		{"bash -c script", `bash -lc 'sleep 20 && gh pr checks 12'`, true, "gh pr checks"},
 		{"env before sleep", "FOO=1 sleep 30 && make status", true, "make status"},
+		{"cd first", "cd /home/dev/shop && sleep 30 && gh run view 4242", true, "gh run view"},
+		{"echo first", `echo "--- poll"; sleep 30; gh run view 4242`, true, "gh run view"},
 		{"redirections", "sleep 30 >/dev/null 2>&1 && gh run view 9 2>/dev/null", true, "gh run view"},
 		// Near misses.
 		{"no wait", "gh run view 4242 --json status,conclusion", false, ""},

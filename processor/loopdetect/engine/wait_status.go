@@ -4,7 +4,8 @@
 //     "phase", "conclusion", "retrieval_status", <status>running</status>
 //     (the values as implicit_wait.pending_states and done_states list them);
 //   - kubectl rollout status: "Waiting for deployment … rollout to finish"
-//     (pending) and "successfully rolled out" (done);
+//     (pending) and "successfully rolled out" (done); gh run watch cut off
+//     while it watched ("Refreshing run status every 3 seconds");
 //   - an HTTP status line of 202 Accepted (pending: the work goes on);
 //   - a progress figure below 100 % on a line that says what progresses
 //     ("Progress: 45%", "45% complete").
@@ -256,6 +257,8 @@ func readStatusLine(line string, st *statusScan) {
 		st.rolloutWaiting = true
 	case strings.Contains(line, "successfully rolled out"):
 		st.rolloutDone = true
+	case strings.HasPrefix(line, "Refreshing run status every "):
+		st.rolloutWaiting = true // gh run watch, cut off while it watched
 	case strings.HasPrefix(line, "HTTP/"):
 		if _, rest, ok := strings.Cut(line, " "); ok && (rest == "202" || strings.HasPrefix(rest, "202 ")) {
 			st.accepted = true

@@ -24,6 +24,7 @@ func TestJobState(t *testing.T) {
 		{"BashOutput running", "<status>running</status>\n\n<stdout>\nStarting server\n</stdout>", JobPending},
 		{"rollout waiting", `Waiting for deployment "web" rollout to finish: 1 of 3 updated replicas are available...`, JobPending},
 		{"rollout spec update", "Waiting for deployment spec update to be observed...", JobPending},
+		{"gh run watch cut off", "Refreshing run status every 3 seconds. Press Ctrl+C to quit.\n\n* main CI · 4242\nTriggered via push about 2 minutes ago", JobPending},
 		{"HTTP 202", "HTTP/1.1 202 Accepted\ncontent-type: application/json\n\n{\"job\": \"j-1\"}", JobPending},
 		{"HTTP/2 202", "HTTP/2 202\r\nlocation: /jobs/1\r\n", JobPending},
 		{"progress figure", "Progress: 45% (9/20 files)", JobPending},
