@@ -38,10 +38,12 @@ type ImplicitWaitConfig struct {
 	// has run out. Default 3.
 	MaxRenewals int `mapstructure:"max_renewals"`
 	// CommandTools are the shell tools whose command line is read for a
-	// wait. Default: Bash (Claude Code), run_shell_command (Gemini CLI),
-	// shell, exec_command (Codex CLI), bash, execute_bash, execute_command,
-	// run_terminal_cmd, run_in_terminal, terminal.
-	CommandTools []string `mapstructure:"command_tools"`
+	// wait, each with the argument that holds it (the arguments as text,
+	// when they are no JSON). Default: Bash (Claude Code),
+	// run_shell_command (Gemini CLI), shell, bash, execute_bash,
+	// execute_command, run_terminal_cmd, run_in_terminal, terminal
+	// (command), exec_command (cmd; Codex CLI).
+	CommandTools []CommandTool `mapstructure:"command_tools"`
 	// StatusTools are the tools that report a background job's state, each
 	// with the argument that names the job. Default: TaskOutput (task_id)
 	// and BashOutput (bash_id) of Claude Code, read_background_output (pid)
@@ -61,6 +63,17 @@ type ImplicitWaitConfig struct {
 	// off, per tool name. Default none.
 	Tools map[string]ImplicitWaitOverride `mapstructure:"tools"`
 }
+
+// CommandTool is a shell tool.
+type CommandTool struct {
+	// Tool is the tool's name.
+	Tool string `mapstructure:"tool"`
+	// CommandKey is the argument that holds the command line (a string,
+	// or its words as an array).
+	CommandKey string `mapstructure:"command_key"`
+}
+
+func (c CommandTool) String() string { return c.Tool + " (" + c.CommandKey + ")" }
 
 // StatusTool is a tool that reports a background job's state.
 type StatusTool struct {
@@ -88,9 +101,10 @@ func defaultImplicitWait() ImplicitWaitConfig {
 		MaxDuration: 30 * time.Minute,
 		MaxPolls:    60,
 		MaxRenewals: 3,
-		CommandTools: []string{
-			"Bash", "run_shell_command", "shell", "exec_command", "bash", "execute_bash", "execute_command",
-			"run_terminal_cmd", "run_in_terminal", "terminal",
+		CommandTools: []CommandTool{
+			{"Bash", "command"}, {"run_shell_command", "command"}, {"shell", "command"}, {"exec_command", "cmd"},
+			{"bash", "command"}, {"execute_bash", "command"}, {"execute_command", "command"},
+			{"run_terminal_cmd", "command"}, {"run_in_terminal", "command"}, {"terminal", "command"},
 		},
 		StatusTools: []StatusTool{
 			{Tool: "TaskOutput", IDKey: "task_id"},
@@ -124,6 +138,11 @@ func (c ImplicitWaitConfig) check() error {
 	}
 	if c.MaxRenewals < 0 {
 		errs = append(errs, fmt.Errorf("implicit_wait.max_renewals must be ≥ 0, got %d", c.MaxRenewals))
+	}
+	for i, ct := range c.CommandTools {
+		if ct.Tool == "" || ct.CommandKey == "" {
+			errs = append(errs, fmt.Errorf("implicit_wait.command_tools[%d]: tool and command_key are required", i))
+		}
 	}
 	for i, st := range c.StatusTools {
 		if st.Tool == "" || st.IDKey == "" {

@@ -54,7 +54,7 @@ func runSteps(t *testing.T, e *Engine, steps []step) []Transition {
 			if st.failed {
 				c.Failed, c.ErrorClass = true, "error"
 			}
-			c.Wait = r.Read(tool, string(args), true, st.result, st.result != "", st.failed)
+			c.Wait = readPoll(r, b.n, tool, string(args), true, st.result, st.result != "", st.failed)
 			out = e.Observe(c, c.End, out)
 		}
 	}
@@ -306,6 +306,7 @@ func TestImplicitWaitConfigCheck(t *testing.T) {
 		{"no duration", func(c *ImplicitWaitConfig) { c.MaxDuration = 0 }, "implicit_wait.max_duration"},
 		{"no polls", func(c *ImplicitWaitConfig) { c.MaxPolls = 0 }, "implicit_wait.max_polls"},
 		{"negative renewals", func(c *ImplicitWaitConfig) { c.MaxRenewals = -1 }, "implicit_wait.max_renewals"},
+		{"command tool without a key", func(c *ImplicitWaitConfig) { c.CommandTools = []CommandTool{{Tool: "sh"}} }, "implicit_wait.command_tools[0]"},
 		{"status tool without a key", func(c *ImplicitWaitConfig) { c.StatusTools = []StatusTool{{Tool: "jobs"}} }, "implicit_wait.status_tools[0]"},
 		{"negative override", func(c *ImplicitWaitConfig) {
 			c.Tools = map[string]ImplicitWaitOverride{"Bash": {MaxPolls: -1}}

@@ -70,7 +70,11 @@ func readCommand(line string) commandWait {
 	var sc cmdScan
 	sc.budget = maxCommandWords
 	sc.wait.owner = ownerSeed
-	sc.script(truncate(line, maxCommandScan), 0)
+	line = truncate(line, maxCommandScan)
+	// The words' text is never longer than the line, but for a script's
+	// words read again: one buffer, grown rarely.
+	sc.buf = make([]byte, 0, 2*len(line)+16)
+	sc.script(line, 0)
 	return sc.result()
 }
 
@@ -115,7 +119,7 @@ func (sc *cmdScan) text(w shWord) string {
 // script splits line into simple commands and reads each.
 func (sc *cmdScan) script(line string, depth int) {
 	lx := shLexer{src: line}
-	var cmd []shWord
+	cmd := make([]shWord, 0, 16)
 	for sc.budget > 0 {
 		lo := len(sc.buf)
 		var tok byte

@@ -28,14 +28,21 @@ type Wait struct {
 // wait_status.go). It is built from implicit_wait and safe for concurrent
 // use; a nil reader reads nothing.
 type WaitReader struct {
-	commandTools []string
-	statusTools  []StatusTool
-	// lens has bit n set when some command or status tool's name is n
-	// bytes long (n < 64), long when one is longer: most tools are told
-	// apart by the length of their name alone.
+	// tools are the shell and the status tools.
+	tools []pollTool
+	// lens has bit n set when some tool's name is n bytes long (n < 64),
+	// long when one is longer: most tools are told apart by the length of
+	// their name alone.
 	lens   uint64
 	long   bool
 	status statusReader
+}
+
+// pollTool is a shell tool and the argument that holds its command, or a
+// status tool and the one that names its job.
+type pollTool struct {
+	name, key string
+	status    bool
 }
 
 // NewWaitReader compiles cfg; nil when implicit waits are off.
@@ -44,110 +51,165 @@ func NewWaitReader(cfg ImplicitWaitConfig) *WaitReader {
 		return nil
 	}
 	r := &WaitReader{status: statusReader{pending: newValueSet(cfg.PendingStates), done: newValueSet(cfg.DoneStates)}}
-	off := func(tool string) bool {
-		o, ok := cfg.Tools[tool]
-		return ok && o.Enabled != nil && !*o.Enabled
-	}
-	note := func(tool string) {
+	add := func(tool, key string, status bool) {
+		if o, ok := cfg.Tools[tool]; tool == "" || key == "" || (ok && o.Enabled != nil && !*o.Enabled) {
+			return
+		}
+		r.tools = append(r.tools, pollTool{name: tool, key: key, status: status})
 		if len(tool) >= 64 {
 			r.long = true
 		} else {
 			r.lens |= 1 << len(tool)
 		}
 	}
-	for _, t := range cfg.CommandTools {
-		if t != "" && !off(t) {
-			r.commandTools = append(r.commandTools, t)
-			note(t)
-		}
-	}
 	for _, st := range cfg.StatusTools {
-		if st.Tool != "" && st.IDKey != "" && !off(st.Tool) {
-			r.statusTools = append(r.statusTools, st)
-			note(st.Tool)
-		}
+		add(st.Tool, st.IDKey, true)
+	}
+	for _, ct := range cfg.CommandTools {
+		add(ct.Tool, ct.CommandKey, false)
 	}
 	return r
 }
 
-// MayPoll is the one check every tool call pays: whether tool is a command
-// or a status tool. Most names are turned away by their length.
-func (r *WaitReader) MayPoll(tool string) bool {
-	if r == nil {
-		return false
-	}
+// lookup is tool's entry, nil for most tools at one bit test.
+func (r *WaitReader) lookup(tool string) *pollTool {
 	if n := len(tool); (n < 64 && r.lens&(1<<n) == 0) || (n >= 64 && !r.long) {
-		return false
+		return nil
 	}
-	return r.isCommandTool(tool) || r.statusTool(tool) != nil
-}
-
-func (r *WaitReader) isCommandTool(tool string) bool {
-	for _, t := range r.commandTools {
-		if t == tool {
-			return true
-		}
-	}
-	return false
-}
-
-func (r *WaitReader) statusTool(tool string) *StatusTool {
-	for i := range r.statusTools {
-		if r.statusTools[i].Tool == tool {
-			return &r.statusTools[i]
+	for i := range r.tools {
+		if r.tools[i].name == tool {
+			return &r.tools[i]
 		}
 	}
 	return nil
 }
 
-// Read returns what a call of tool says about a job it polls: args are its
-// arguments (JSON when argsJSON, else a command line as text), result its
-// result when hasResult. A failed call's result says nothing of the job.
-func (r *WaitReader) Read(tool, args string, argsJSON bool, result string, hasResult, failed bool) Wait {
+// Want is the one check every tool call pays: whether tool is a shell or
+// a status tool (ok), and the argument its call is read for — a shell
+// tool's command, a status tool's job id — which the caller finds in the
+// canonical pass over the arguments (Normalizer.SignatureMember). Most
+// tools are turned away by the length of their name.
+func (r *WaitReader) Want(tool string) (want string, ok bool) {
+	if r == nil {
+		return "", false
+	}
+	if pt := r.lookup(tool); pt != nil {
+		return pt.key, true
+	}
+	return "", false
+}
+
+// PollCall is a call as the wait reader reads it.
+type PollCall struct {
+	// Tool is the tool's name.
+	Tool string
+	// Args are the arguments: JSON when ArgsJSON, else a command line as
+	// text; Member is the raw JSON value of the member Want named, when
+	// HasMember.
+	Args      string
+	ArgsJSON  bool
+	Member    string
+	HasMember bool
+	// Result is the result, when HasResult; a Failed call's result says
+	// nothing of the job.
+	Result            string
+	HasResult, Failed bool
+}
+
+// Read returns what a call says about a job it polls. A shell call
+// without a wait word pays one search of its command (mayWait).
+func (r *WaitReader) Read(c *PollCall) Wait {
 	if r == nil {
 		return Wait{}
 	}
-	var w Wait
-	if st := r.statusTool(tool); st != nil {
-		w = statusPoll(tool, st.IDKey, args, argsJSON)
-	} else if r.isCommandTool(tool) {
-		w = commandPoll(tool, args, argsJSON)
+	pt := r.lookup(c.Tool)
+	if pt == nil {
+		return Wait{}
 	}
-	if w.Owner != 0 && hasResult && !failed {
-		w.State = r.status.state(result)
+	var w Wait
+	if pt.status {
+		w = statusPoll(c)
+	} else {
+		w = commandPoll(c)
+	}
+	if w.Owner != 0 && c.HasResult && !c.Failed {
+		w.State = r.status.state(c.Result)
 	}
 	return w
 }
 
-// commandKeys are the argument members that hold a shell tool's command.
-var commandKeys = [...]string{"command", "cmd", "full_command", "script"}
-
-// waitWords are in every command line the command reader finds waiting;
-// a line without any is not read further.
-var waitWords = [...]string{"sleep", "wait", "watch", "timeout", "interval", "rollout"}
-
-// commandPoll reads a shell tool's command for a wait and the job it polls.
-func commandPoll(tool, args string, argsJSON bool) Wait {
-	found := false
-	for _, w := range waitWords {
-		if strings.Contains(args, w) {
-			found = true
+// mayWait reports whether args has a word a waiting command line has:
+// sleep, wait, watch, interval, timeout or rollout, each found by a rare
+// byte of it ('p', 'w', 'v', 'u') and the byte beside that one. A generic
+// search anchors on a word's first byte, and 's', 't' and 'i' are in most
+// arguments: searching for each word cost a shell call more than the rest
+// of its extraction. "timeout" and "interval" are also members of shell
+// tools' arguments: they do not count where a quote closes them.
+func mayWait(s string) bool {
+	for i := 0; ; i++ {
+		j := strings.IndexByte(s[i:], 'p')
+		if j < 0 {
 			break
 		}
+		if i += j; i >= 4 && s[i-1] == 'e' && s[i-4:i+1] == "sleep" {
+			return true
+		}
 	}
-	if !found {
-		return Wait{}
+	for i := 0; ; i++ {
+		j := strings.IndexByte(s[i:], 'w')
+		if j < 0 {
+			break
+		}
+		if i += j; i+1 < len(s) && s[i+1] == 'a' && (strings.HasPrefix(s[i:], "wait") || strings.HasPrefix(s[i:], "watch")) {
+			return true
+		}
 	}
+	for i := 0; ; i++ {
+		j := strings.IndexByte(s[i:], 'v')
+		if j < 0 {
+			break
+		}
+		if i += j; i >= 5 && s[i-1] == 'r' && s[i-5:min(i+3, len(s))] == "interval" && !closedByQuote(s, i+3) {
+			return true
+		}
+	}
+	for i := 0; ; i++ {
+		j := strings.IndexByte(s[i:], 'u')
+		if j < 0 {
+			break
+		}
+		if i += j; i >= 5 && s[i-1] == 'o' && i+2 <= len(s) {
+			if w := s[i-5 : i+2]; (w == "timeout" && !closedByQuote(s, i+2)) || w == "rollout" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// closedByQuote reports a quote (maybe escaped) at s[end]: a word that is
+// a JSON member's name.
+func closedByQuote(s string, end int) bool {
+	return end < len(s) && (s[end] == '"' || s[end] == '\\')
+}
+
+// commandPoll reads a shell tool's command for a wait and the job it polls.
+func commandPoll(c *PollCall) Wait {
 	var cw commandWait
 	switch {
-	case !argsJSON:
-		cw = readCommand(args)
-	default:
-		raw, ok := firstMember(args, commandKeys[:])
-		if !ok {
+	case !c.ArgsJSON:
+		if !mayWait(c.Args) {
 			return Wait{}
 		}
-		if line, isString := jsonString(raw); isString {
+		cw = readCommand(c.Args)
+	case !c.HasMember:
+		return Wait{}
+	default:
+		if raw := strings.TrimSpace(c.Member); raw != "" && raw[0] == '"' {
+			if !mayWait(raw) {
+				return Wait{}
+			}
+			line, _ := jsonString(raw)
 			cw = readCommand(line)
 		} else if argv, isArgv := jsonStrings(raw); isArgv {
 			cw = readArgv(argv)
@@ -158,32 +220,28 @@ func commandPoll(tool, args string, argsJSON bool) Wait {
 	}
 	label := cw.label
 	if label == "" {
-		label = tool
+		label = c.Tool
 	}
-	return Wait{Owner: Digest(mix(xxhash.Sum64String(tool) ^ cw.owner)), Label: label}
+	return Wait{Owner: Digest(mix(xxhash.Sum64String(c.Tool) ^ cw.owner)), Label: label}
 }
 
-// statusPoll reads a status tool's call: the job is the member idKey.
-func statusPoll(tool, idKey, args string, argsJSON bool) Wait {
-	if !argsJSON {
+// statusPoll reads a status tool's call: the job is the member Want named.
+func statusPoll(c *PollCall) Wait {
+	if !c.ArgsJSON || !c.HasMember {
 		return Wait{}
 	}
-	raw, ok := firstMember(args, []string{idKey})
-	if !ok {
-		return Wait{}
-	}
-	id, isString := jsonString(raw)
+	id, isString := jsonString(c.Member)
 	if !isString {
-		id = strings.TrimSpace(raw) // a number: Gemini CLI's pid
+		id = strings.TrimSpace(c.Member) // a number: Gemini CLI's pid
 	}
 	if id == "" || id == "null" {
 		return Wait{}
 	}
-	label := tool
+	label := c.Tool
 	if len(id) <= 32 && plainID(id) {
-		label = tool + " " + id
+		label = c.Tool + " " + id
 	}
-	return Wait{Owner: Digest(mix(xxhash.Sum64String(tool) ^ mix(xxhash.Sum64String(id)^ownerSeed))), Label: label}
+	return Wait{Owner: Digest(mix(xxhash.Sum64String(c.Tool) ^ mix(xxhash.Sum64String(id)^ownerSeed))), Label: label}
 }
 
 // plainID is a job id an explanation may show: letters, digits, '-', '_'.
@@ -195,17 +253,6 @@ func plainID(id string) bool {
 		}
 	}
 	return true
-}
-
-// firstMember is the raw value of the first of keys that args, a JSON
-// object, has at its top level.
-func firstMember(args string, keys []string) (string, bool) {
-	for _, k := range keys {
-		if raw, ok := memberRaw(strings.TrimSpace(args), k); ok {
-			return raw, true
-		}
-	}
-	return "", false
 }
 
 // jsonString decodes a raw JSON string.

@@ -340,9 +340,17 @@ func extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall, declare
 	if argsOK && !argsCut {
 		args = unwrapArgs(args)
 	}
-	if argsCut {
+	// One check for most calls: a poll's tool is a shell or a status tool,
+	// whose command or job id the canonical pass finds.
+	want, poll := x.waits.Want(c.Tool)
+	var member string
+	var hasMember bool
+	switch {
+	case argsCut:
 		c.Signature, c.Args = x.norm.OversizedSignature(c.Tool, args), engine.ArgsOversized
-	} else {
+	case poll:
+		c.Signature, c.Args, member, hasMember = x.norm.SignatureMember(c.Tool, args, argsOK, want)
+	default:
 		c.Signature, c.Args = x.norm.Signature(c.Tool, args, argsOK)
 	}
 	switch c.Args {
@@ -387,10 +395,13 @@ func extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall, declare
 		// Results are often plain text ("[main 1a2b] commit"): only
 		// malformed arguments, which are JSON by contract, are counted.
 	}
-	// One check for most calls: a poll's tool is a shell or a status tool.
-	if x.waits.MayPoll(c.Tool) && argsOK && !argsCut {
-		readable := resultOK && !resultCut
-		c.Wait = x.waits.Read(c.Tool, args, c.Args == engine.ArgsJSON, result, readable, c.Failed)
+	// A shell call whose JSON arguments have no command member, like any
+	// other call, goes no further.
+	if poll && argsOK && !argsCut && (hasMember || c.Args != engine.ArgsJSON) {
+		c.Wait = x.waits.Read(&engine.PollCall{
+			Tool: c.Tool, Args: args, ArgsJSON: c.Args == engine.ArgsJSON, Member: member, HasMember: hasMember,
+			Result: result, HasResult: resultOK && !resultCut, Failed: c.Failed,
+		})
 	}
 	if !evidence(x, &a, c) {
 		out.BadEvidence = true
