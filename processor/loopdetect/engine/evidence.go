@@ -210,6 +210,27 @@ func (n *Normalizer) Signature(tool, args string, present bool) (Digest, ArgsQua
 	return Digest(mix(th^sigSeed) ^ r.digest), q
 }
 
+// SignatureMember is Signature, with the raw JSON value of args'
+// top-level member want, read in the same pass: a shell tool's command, a
+// status tool's job id (WaitReader.Want). The digest is Signature's.
+func (n *Normalizer) SignatureMember(tool, args string, present bool, want string) (Digest, ArgsQuality, string, bool) {
+	if !present || len(args) > n.maxBytes || want == "" {
+		d, q := n.Signature(tool, args, present)
+		return d, q, "", false
+	}
+	deny, _ := n.sets(tool)
+	r := canonicalize(args, deny, nil, true, want)
+	q := ArgsJSON
+	if r.opaque {
+		q = ArgsOpaque
+	}
+	var member string
+	if r.found {
+		member = strings.TrimSpace(args)[r.member[0]:r.member[1]]
+	}
+	return Digest(mix(xxhash.Sum64String(tool)^sigSeed) ^ r.digest), q, member, r.found
+}
+
 // ResultFingerprint is what a tool's result says about progress.
 type ResultFingerprint struct {
 	// Digest of the normalized result.

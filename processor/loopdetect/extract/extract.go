@@ -87,8 +87,10 @@ type Span interface {
 
 // Extractor holds the compiled key lists. It is safe for concurrent use.
 type Extractor struct {
-	keys  Keys
-	norm  *engine.Normalizer
+	keys Keys
+	norm *engine.Normalizer
+	// waits recognises polls (nil: implicit waits off).
+	waits *engine.WaitReader
 	skip  map[string]struct{}
 	tab   attrTable
 	slots roleSlots
@@ -96,7 +98,7 @@ type Extractor struct {
 
 // New compiles keys and the normalizer into an Extractor.
 func New(keys Keys, norm *engine.Normalizer) *Extractor {
-	x := &Extractor{keys: keys, norm: norm, skip: make(map[string]struct{})}
+	x := &Extractor{keys: keys, norm: norm, skip: make(map[string]struct{}), waits: engine.NewWaitReader(keys.Waits)}
 	for _, n := range keys.SkipToolNames {
 		x.skip[n] = struct{}{}
 	}
@@ -338,9 +340,17 @@ func extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall, declare
 	if argsOK && !argsCut {
 		args = unwrapArgs(args)
 	}
-	if argsCut {
+	// One check for most calls: a poll's tool is a shell or a status tool,
+	// whose command or job id the canonical pass finds.
+	want, poll := x.waits.Want(c.Tool)
+	var member string
+	var hasMember bool
+	switch {
+	case argsCut:
 		c.Signature, c.Args = x.norm.OversizedSignature(c.Tool, args), engine.ArgsOversized
-	} else {
+	case poll:
+		c.Signature, c.Args, member, hasMember = x.norm.SignatureMember(c.Tool, args, argsOK, want)
+	default:
 		c.Signature, c.Args = x.norm.Signature(c.Tool, args, argsOK)
 	}
 	switch c.Args {
@@ -384,6 +394,14 @@ func extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall, declare
 		c.Fingerprint, c.FingerprintSource, c.Terminal = r.Digest, engine.FingerprintResult, r.Terminal
 		// Results are often plain text ("[main 1a2b] commit"): only
 		// malformed arguments, which are JSON by contract, are counted.
+	}
+	// A shell call whose JSON arguments have no command member, like any
+	// other call, goes no further.
+	if poll && argsOK && !argsCut && (hasMember || c.Args != engine.ArgsJSON) {
+		c.Wait = x.waits.Read(&engine.PollCall{
+			Tool: c.Tool, Args: args, ArgsJSON: c.Args == engine.ArgsJSON, Member: member, HasMember: hasMember,
+			Result: result, HasResult: resultOK && !resultCut, Failed: c.Failed,
+		})
 	}
 	if !evidence(x, &a, c) {
 		out.BadEvidence = true
