@@ -59,9 +59,6 @@ func TestConfigValidation(t *testing.T) {
 		wantErr string // "" = valid
 	}{
 		{"defaults", func(*Config) {}, ""},
-		{"history too small for periods", func(c *Config) {
-			c.HistorySize, c.FrequentIdentical.Window, c.FrequentIdentical.Threshold, c.MaxPeriod = 5, 5, 5, 3
-		}, "max_period × min_repetitions"},
 		{"window over history", func(c *Config) { c.FrequentIdentical.Window = 20 }, "frequent_identical"},
 		{"threshold over window", func(c *Config) { c.FrequentIdentical.Threshold = 11 }, "frequent_identical"},
 		{"frequent disabled", func(c *Config) { c.FrequentIdentical.Threshold = 0 }, ""},
@@ -77,7 +74,6 @@ func TestConfigValidation(t *testing.T) {
 		{"cycle without results off", func(c *Config) { c.CycleWithoutResults.Repetitions = 0 }, ""},
 		{"negative failure streak", func(c *Config) { c.FailureStreak.Threshold = -1 }, "failure_streak"},
 		{"negative unknown-tool streak", func(c *Config) { c.FailureStreak.UnknownToolThreshold = -1 }, "unknown_tool_threshold"},
-		{"negative backstop", func(c *Config) { c.Backstop = -time.Second }, "backstop must not be negative (0 disables it), got -1s"},
 		{"negative idle timeout", func(c *Config) { c.IdleTimeout = -time.Minute }, "idle_timeout must not be negative"},
 		{"negative initial interval", func(c *Config) { c.Retry.InitialInterval = -time.Second }, "retry.initial_interval must not be negative, got -1s"},
 		{"no attempts", func(c *Config) { c.Retry.MaxAttempts = 0 }, "retry.max_attempts must be ≥ 1, got 0"},
@@ -87,19 +83,26 @@ func TestConfigValidation(t *testing.T) {
 		{"negative kill tokens", func(c *Config) { c.Kill.MaxLoopTokens = -1 }, "kill.max_loop_tokens"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg := DefaultConfig()
-			tt.mod(&cfg)
-			err := cfg.Check()
-			switch {
-			case tt.wantErr == "" && err != nil:
-				t.Fatalf("Check() = %v, want nil", err)
-			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
-				t.Fatalf("Check() = %v, want an error naming %q", err, tt.wantErr)
-			case tt.wantErr != "" && strings.Count(err.Error(), "\n") > 0:
-				t.Fatalf("Check() = %v, want only the %q error", err, tt.wantErr)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { checkConfigError(t, tt.mod, tt.wantErr) })
+	}
+}
+
+// checkConfigError changes one setting (mod) from the defaults and fails t
+// unless Check's error names wantErr and nothing else ("" = valid), so a
+// case cannot pass because another check failed. The rules' files list
+// their own settings' cases.
+func checkConfigError(t *testing.T, mod func(*Config), wantErr string) {
+	t.Helper()
+	cfg := DefaultConfig()
+	mod(&cfg)
+	err := cfg.Check()
+	switch {
+	case wantErr == "" && err != nil:
+		t.Fatalf("Check() = %v, want nil", err)
+	case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
+		t.Fatalf("Check() = %v, want an error naming %q", err, wantErr)
+	case wantErr != "" && strings.Count(err.Error(), "\n") > 0:
+		t.Fatalf("Check() = %v, want only the %q error", err, wantErr)
 	}
 }
 
@@ -130,6 +133,65 @@ func observeAll(e *Engine, calls []*ToolCall) []Transition {
 	return out
 }
 
+// nCalls is f(0)..f(n-1): a session's calls, one a step.
+func nCalls(n int, f func(i int) *ToolCall) []*ToolCall {
+	calls := make([]*ToolCall, n)
+	for i := range calls {
+		calls[i] = f(i)
+	}
+	return calls
+}
+
+// failing marks c failed with an error class and text.
+func failing(c *ToolCall, class, text string) *ToolCall {
+	c.Failed, c.ErrorClass, c.ErrorText = true, class, text
+	return c
+}
+
+// firstTransitionTo is the first of tr that enters state to, nil when none does.
+func firstTransitionTo(tr []Transition, to State) *Transition {
+	for i := range tr {
+		if tr[i].To == to && tr[i].From != to {
+			return &tr[i]
+		}
+	}
+	return nil
+}
+
+// checkFirstTransition fails t unless the first transition of tr into
+// state to is at call at with reason (at 0: no transition enters it), and
+// returns it.
+func checkFirstTransition(t *testing.T, tr []Transition, to State, at int64, reason Reason) *Transition {
+	t.Helper()
+	got := firstTransitionTo(tr, to)
+	switch {
+	case at == 0 && got != nil:
+		t.Fatalf("%v at call %d (%v), want never %v", to, got.CallIndex, got.Reason, to)
+	case at == 0:
+	case got == nil:
+		t.Fatalf("never %v, want %v at call %d (%v); transitions %+v", to, to, at, reason, tr)
+	case got.CallIndex != at || got.Reason != reason:
+		t.Fatalf("%v at call %d (%v), want call %d (%v)", to, got.CallIndex, got.Reason, at, reason)
+	}
+	return got
+}
+
+// checkKillAt fails t unless the first kill of tr is at call at (0: none).
+func checkKillAt(t *testing.T, tr []Transition, at int64) {
+	t.Helper()
+	for _, x := range tr {
+		if x.Kill {
+			if x.CallIndex != at {
+				t.Fatalf("killed at call %d (%v), want %d", x.CallIndex, x.Reason, at)
+			}
+			return
+		}
+	}
+	if at != 0 {
+		t.Fatalf("never killed, want a kill at call %d", at)
+	}
+}
+
 func TestLRUEvictionIsCounted(t *testing.T) {
 	e := mustEngine(t, func(c *Config) { c.MaxSessions = 16 })
 	for i := 0; i < 100; i++ {
@@ -155,25 +217,6 @@ func TestIdleExpiryOnTick(t *testing.T) {
 	e.Tick(t0.Add(2*time.Minute), nil)
 	if _, _, ok := e.Session("s"); ok || e.Stats().Expired.Load() != 1 {
 		t.Fatal("idle session not expired and counted")
-	}
-}
-
-func TestBackstopOnTickKillsOnce(t *testing.T) {
-	e := mustEngine(t, func(c *Config) { c.Backstop = time.Hour; c.IdleTimeout = 0 })
-	b := newBuilder("s")
-	var calls []*ToolCall
-	for i := 0; i < 5; i++ {
-		calls = append(calls, b.call(time.Duration(i)*time.Minute, "t", fmt.Sprintf(`{"i":%d}`, i), fmt.Sprintf("r%d", i)))
-	}
-	if tr := observeAll(e, calls); len(tr) != 0 {
-		t.Fatalf("varied calls made transitions: %+v", tr)
-	}
-	tr := e.Tick(t0.Add(61*time.Minute), nil)
-	if len(tr) != 1 || tr[0].To != StateStuck || tr[0].Reason != ReasonBackstop || !tr[0].Kill || tr[0].Trigger != TriggerTick {
-		t.Fatalf("backstop tick: %+v", tr)
-	}
-	if tr := e.Tick(t0.Add(62*time.Minute), nil); len(tr) != 0 {
-		t.Fatalf("backstop fired twice: %+v", tr)
 	}
 }
 
@@ -383,16 +426,6 @@ func TestHealthyShapesAreNotKilled(t *testing.T) {
 				b.call(4*time.Second, "read_file", `{"p":"a"}`, `{"status":"done","content":"v2"}`),
 			}
 		}, false},
-		{"left the polling loop after two identical results, as the async-task post-mortem advises", func(b *callBuilder) []*ToolCall {
-			return []*ToolCall{
-				b.call(0, "get_task", `{"t":1}`, `{"state":"running"}`),
-				b.call(time.Second, "get_task", `{"t":1}`, `{"state":"running"}`),
-				b.call(2*time.Second, "file_ticket", `{"a":1}`, ""),
-				b.call(3*time.Second, "notify", `{"b":1}`, ""),
-				b.call(4*time.Second, "write_note", `{"c":1}`, ""),
-				b.call(5*time.Second, "write_note", `{"c":2}`, ""),
-			}
-		}, true},
 		{"fix-and-test: a new edit before each run of the same failing test", func(b *callBuilder) []*ToolCall {
 			var cs []*ToolCall
 			for i := 0; i < 12; i++ {
