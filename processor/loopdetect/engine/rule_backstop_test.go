@@ -52,11 +52,8 @@ func TestBackstopCountsFromTheEnginesFirstSight(t *testing.T) {
 				}
 				tr = e.Observe(c, t0.Add(at), tr)
 			}
-			stuck := checkFirstTransition(t, tr, StateStuck, tt.stuckAt, ReasonBackstop)
+			checkFirstTransition(t, tr, StateStuck, tt.stuckAt, ReasonBackstop, tt.explain)
 			checkKillAt(t, tr, tt.stuckAt)
-			if stuck != nil && stuck.Explanation != tt.explain {
-				t.Fatalf("explanation %q, want %q", stuck.Explanation, tt.explain)
-			}
 		})
 	}
 }
