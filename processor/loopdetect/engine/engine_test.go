@@ -64,7 +64,6 @@ func TestConfigValidation(t *testing.T) {
 		{"frequent disabled", func(c *Config) { c.FrequentIdentical.Threshold = 0 }, ""},
 		{"no sessions", func(c *Config) { c.MaxSessions = 0 }, "max_sessions"},
 		{"hysteresis zero", func(c *Config) { c.Hysteresis = 0 }, "hysteresis"},
-		{"name-only over history", func(c *Config) { c.NameOnlyThreshold = 99 }, "name_only_threshold"},
 		{"negative idle timeout", func(c *Config) { c.IdleTimeout = -time.Minute }, "idle_timeout must not be negative"},
 		{"negative lease renewals", func(c *Config) { c.Lease.MaxRenewals = -1 }, "lease.max_renewals"},
 		{"unknown kill reason", func(c *Config) { c.Kill.Reasons = []Reason{ReasonBackstop, Reason(200)} }, `kill.reasons: unknown reason "reason(200)"`},
@@ -229,34 +228,6 @@ func TestNestedToolSpansAreOneAction(t *testing.T) {
 	in2.ParentSpanID = out2.SpanID
 	if tr := observeAll(e, []*ToolCall{in2, out2}); len(tr) != 0 {
 		t.Fatalf("a nested twin counted as a repetition: %+v", tr)
-	}
-}
-
-func TestNameOnlyNeverKillsByDefault(t *testing.T) {
-	e := mustEngine(t, nil)
-	b := newBuilder("s")
-	var calls []*ToolCall
-	for i := 0; i < 12; i++ {
-		calls = append(calls, b.call(time.Duration(i)*time.Second, "web_search", "", ""))
-	}
-	for _, tr := range observeAll(e, calls) {
-		if tr.To == StateStuck || tr.Kill {
-			t.Fatalf("name-only evidence made %+v", tr)
-		}
-	}
-}
-
-func TestNameOnlyThresholdReachesStuck(t *testing.T) {
-	e := mustEngine(t, func(c *Config) { c.NameOnlyThreshold = 8 })
-	b := newBuilder("s")
-	var calls []*ToolCall
-	for i := 0; i < 8; i++ {
-		calls = append(calls, b.call(time.Duration(i)*time.Second, "web_search", "", ""))
-	}
-	tr := observeAll(e, calls)
-	last := tr[len(tr)-1]
-	if last.To != StateStuck || !last.LowConfidence || last.Kill || last.CallIndex != 8 {
-		t.Fatalf("name-only threshold: %+v", last)
 	}
 }
 
