@@ -53,11 +53,7 @@ func mustEngine(t *testing.T, mod func(*Config)) *Engine {
 // checks that the error names that setting, so a case cannot pass because
 // another check failed.
 func TestConfigValidation(t *testing.T) {
-	tests := []struct {
-		name    string
-		mod     func(*Config)
-		wantErr string // "" = valid
-	}{
+	runConfigCases(t, []configCase{
 		{"defaults", func(*Config) {}, ""},
 		{"window over history", func(c *Config) { c.FrequentIdentical.Window = 20 }, "frequent_identical"},
 		{"threshold over window", func(c *Config) { c.FrequentIdentical.Threshold = 11 }, "frequent_identical"},
@@ -69,28 +65,36 @@ func TestConfigValidation(t *testing.T) {
 		{"unknown kill reason", func(c *Config) { c.Kill.Reasons = []Reason{ReasonBackstop, Reason(200)} }, `kill.reasons: unknown reason "reason(200)"`},
 		{"negative kill after calls", func(c *Config) { c.Kill.AfterLoopCalls = -1 }, "kill.after_loop_calls"},
 		{"negative kill tokens", func(c *Config) { c.Kill.MaxLoopTokens = -1 }, "kill.max_loop_tokens"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { checkConfigError(t, tt.mod, tt.wantErr) })
-	}
+	})
 }
 
-// checkConfigError changes one setting (mod) from the defaults and fails t
-// unless Check's error names wantErr and nothing else ("" = valid), so a
-// case cannot pass because another check failed. The rules' files list
-// their own settings' cases.
-func checkConfigError(t *testing.T, mod func(*Config), wantErr string) {
-	t.Helper()
-	cfg := DefaultConfig()
-	mod(&cfg)
-	err := cfg.Check()
-	switch {
-	case wantErr == "" && err != nil:
-		t.Fatalf("Check() = %v, want nil", err)
-	case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
-		t.Fatalf("Check() = %v, want an error naming %q", err, wantErr)
-	case wantErr != "" && strings.Count(err.Error(), "\n") > 0:
-		t.Fatalf("Check() = %v, want only the %q error", err, wantErr)
+// configCase changes one setting (mod) from the defaults; wantErr is what
+// Check's error must name, and it alone ("" = valid). The rules' files
+// list their own settings' cases.
+type configCase struct {
+	name    string
+	mod     func(*Config)
+	wantErr string
+}
+
+// runConfigCases runs each case as a subtest: an error must name the
+// setting and be the only one, so a case cannot pass because another
+// check failed.
+func runConfigCases(t *testing.T, cases []configCase) {
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			tt.mod(&cfg)
+			err := cfg.Check()
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("Check() = %v, want nil", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("Check() = %v, want an error naming %q", err, tt.wantErr)
+			case tt.wantErr != "" && strings.Count(err.Error(), "\n") > 0:
+				t.Fatalf("Check() = %v, want only the %q error", err, tt.wantErr)
+			}
+		})
 	}
 }
 
@@ -178,6 +182,30 @@ func checkKillAt(t *testing.T, tr []Transition, at int64) {
 	}
 	if at != 0 {
 		t.Fatalf("never killed, want a kill at call %d", at)
+	}
+}
+
+// stuckCase is a row of a rule's table: a session's calls under one
+// setting changed from the defaults, and when it is first stuck.
+type stuckCase struct {
+	name    string
+	mod     func(*Config) // nil: the defaults
+	calls   func(b *callBuilder) []*ToolCall
+	stuckAt int64 // the first stuck call, 0: never stuck
+	reason  Reason
+	killAt  int64  // the first kill, 0: none
+	explain string // the stuck transition's explanation, "" unchecked
+}
+
+// runStuckCases feeds each case's calls to a new engine, as one session on
+// the fake clock, and checks its first stuck transition and first kill.
+func runStuckCases(t *testing.T, cases []stuckCase) {
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := observeAll(mustEngine(t, tt.mod), tt.calls(newBuilder("s")))
+			checkFirstTransition(t, tr, StateStuck, tt.stuckAt, tt.reason, tt.explain)
+			checkKillAt(t, tr, tt.killAt)
+		})
 	}
 }
 

@@ -86,14 +86,8 @@ func TestBackstopOnTickKillsOnce(t *testing.T) {
 
 // TestBackstopConfigNamesItsKey: backstop is checked under its own key.
 func TestBackstopConfigNamesItsKey(t *testing.T) {
-	for _, tt := range []struct {
-		name    string
-		mod     func(*Config)
-		wantErr string
-	}{
+	runConfigCases(t, []configCase{
 		{"negative backstop", func(c *Config) { c.Backstop = -time.Second }, "backstop must not be negative (0 disables it), got -1s"},
 		{"backstop 0 disables", func(c *Config) { c.Backstop = 0 }, ""},
-	} {
-		t.Run(tt.name, func(t *testing.T) { checkConfigError(t, tt.mod, tt.wantErr) })
-	}
+	})
 }

@@ -23,15 +23,7 @@ func TestCycleWithoutResultsStopsAVerbatimRepetition(t *testing.T) {
 			})
 		}
 	}
-	tests := []struct {
-		name    string
-		mod     func(*Config)
-		calls   func(b *callBuilder) []*ToolCall
-		stuckAt int64 // first stuck call, 0: never stuck
-		reason  Reason
-		killAt  int64 // first kill, 0: none
-		explain string
-	}{
+	runStuckCases(t, []stuckCase{
 		// Periods 1 and 2 reach frequent_identical first (5 of 10), and a
 		// 3-cycle's 15th call is in TestFrequentIdenticalCountsACycleFromItsFirstCall.
 		// Not a kill reason: killed as the loop has lasted ≥ 5 calls.
@@ -63,26 +55,14 @@ func TestCycleWithoutResultsStopsAVerbatimRepetition(t *testing.T) {
 		{"repetitions 0: the 4-cycle stays working", func(c *Config) { c.CycleWithoutResults.Repetitions = 0 }, cycle(4, 30), 0, ReasonNone, 0, ""},
 		{"max_period 3: a 4-cycle is never this rule's", func(c *Config) { c.CycleWithoutResults.MaxPeriod = 3 }, cycle(4, 30), 0, ReasonNone, 0, ""},
 		{"max_period 4: a 4-cycle at call 20", func(c *Config) { c.CycleWithoutResults.MaxPeriod = 4 }, cycle(4, 22), 20, ReasonCycleWithoutResults, 20, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := mustEngine(t, tt.mod)
-			tr := observeAll(e, tt.calls(newBuilder("s")))
-			checkFirstTransition(t, tr, StateStuck, tt.stuckAt, tt.reason, tt.explain)
-			checkKillAt(t, tr, tt.killAt)
-		})
-	}
+	})
 }
 
 // TestCycleWithoutResultsConfigNamesItsKey: repetitions and max_period are
 // checked together under cycle_without_results; with the rule off
 // max_period is not read.
 func TestCycleWithoutResultsConfigNamesItsKey(t *testing.T) {
-	for _, tt := range []struct {
-		name    string
-		mod     func(*Config)
-		wantErr string
-	}{
+	runConfigCases(t, []configCase{
 		{"cycle without results: one repetition", func(c *Config) { c.CycleWithoutResults.Repetitions = 1 }, "cycle_without_results"},
 		{"cycle without results: period too long", func(c *Config) { c.CycleWithoutResults.MaxPeriod = maxCycleWithoutResultsPeriod + 1 }, "cycle_without_results"},
 		{"cycle without results: period 0", func(c *Config) { c.CycleWithoutResults.MaxPeriod = 0 },
@@ -90,7 +70,5 @@ func TestCycleWithoutResultsConfigNamesItsKey(t *testing.T) {
 		{"cycle without results: two repetitions of period 1", func(c *Config) { c.CycleWithoutResults = CycleWithoutResultsConfig{MaxPeriod: 1, Repetitions: 2} }, ""},
 		{"cycle without results off", func(c *Config) { c.CycleWithoutResults.Repetitions = 0 }, ""},
 		{"cycle without results off ignores max_period", func(c *Config) { c.CycleWithoutResults = CycleWithoutResultsConfig{MaxPeriod: 99} }, ""},
-	} {
-		t.Run(tt.name, func(t *testing.T) { checkConfigError(t, tt.mod, tt.wantErr) })
-	}
+	})
 }

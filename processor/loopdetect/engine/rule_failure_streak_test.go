@@ -44,15 +44,7 @@ func TestFailureStreakIsOneToolFailingOneWay(t *testing.T) {
 		}
 	}
 	const notFound = "FileNotFoundError"
-	tests := []struct {
-		name    string
-		mod     func(*Config)
-		calls   func(b *callBuilder) []*ToolCall
-		stuckAt int64 // first stuck call, 0: never stuck
-		reason  Reason
-		killAt  int64 // first kill, 0: none
-		explain string
-	}{
+	runStuckCases(t, []stuckCase{
 		// Not a kill reason: the 6 calls are kill.after_loop_calls (5) and more.
 		{"one tool failing one way with new arguments each time: stuck and killed at the 6th", nil, reads(0, 8, notFound),
 			6, ReasonFailureStreak, 6, `loop detected: read_file failed x6 in a row with "FileNotFoundError": "no such file 'f5.go'", whatever its arguments`},
@@ -90,29 +82,15 @@ func TestFailureStreakIsOneToolFailingOneWay(t *testing.T) {
 		// alone: with it off, threshold (6) does not take over.
 		{"unknown_tool_threshold 0: eight calls of a missing tool stay working", func(c *Config) { c.FailureStreak.UnknownToolThreshold = 0 },
 			unknown(8), 0, ReasonNone, 0, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := mustEngine(t, tt.mod)
-			tr := observeAll(e, tt.calls(newBuilder("s")))
-			checkFirstTransition(t, tr, StateStuck, tt.stuckAt, tt.reason, tt.explain)
-			checkKillAt(t, tr, tt.killAt)
-		})
-	}
+	})
 }
 
 // TestFailureStreakConfigNamesItsKey: both thresholds are checked under
 // failure_streak.
 func TestFailureStreakConfigNamesItsKey(t *testing.T) {
-	for _, tt := range []struct {
-		name    string
-		mod     func(*Config)
-		wantErr string
-	}{
+	runConfigCases(t, []configCase{
 		{"negative failure streak", func(c *Config) { c.FailureStreak.Threshold = -1 }, "failure_streak"},
 		{"negative unknown-tool streak", func(c *Config) { c.FailureStreak.UnknownToolThreshold = -1 }, "unknown_tool_threshold"},
 		{"both off", func(c *Config) { c.FailureStreak = FailureStreakConfig{} }, ""},
-	} {
-		t.Run(tt.name, func(t *testing.T) { checkConfigError(t, tt.mod, tt.wantErr) })
-	}
+	})
 }

@@ -33,15 +33,7 @@ func TestLongCycleIsARunOfRepeatsCoveringACycle(t *testing.T) {
 			})
 		}
 	}
-	tests := []struct {
-		name    string
-		mod     func(*Config)
-		calls   func(b *callBuilder) []*ToolCall
-		stuckAt int64 // first stuck call, 0: never stuck
-		reason  Reason
-		killAt  int64 // first kill, 0: none
-		explain string
-	}{
+	runStuckCases(t, []stuckCase{
 		// Calls 5..8 repeat calls 1..4: a run of 4 covering the cycle of 4.
 		// Not a kill reason: killed as the loop has lasted 8 calls (≥ 5).
 		{"a 4-step poll with unchanged results: stuck and killed at call 8", nil, poll(10),
@@ -84,29 +76,15 @@ func TestLongCycleIsARunOfRepeatsCoveringACycle(t *testing.T) {
 		{"min_calls 24, the ring's size: the 4-step poll at call 28", func(c *Config) { c.LongCycle.MinCalls = recentCalls }, poll(30),
 			28, ReasonLongCycle, 28, ""},
 		{"min_calls 0: the 4-step poll stays working", func(c *Config) { c.LongCycle.MinCalls = 0 }, poll(24), 0, ReasonNone, 0, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := mustEngine(t, tt.mod)
-			tr := observeAll(e, tt.calls(newBuilder("s")))
-			checkFirstTransition(t, tr, StateStuck, tt.stuckAt, tt.reason, tt.explain)
-			checkKillAt(t, tr, tt.killAt)
-		})
-	}
+	})
 }
 
 // TestLongCycleConfigNamesItsKey: min_calls is bounded by the ring it reads.
 func TestLongCycleConfigNamesItsKey(t *testing.T) {
-	for _, tt := range []struct {
-		name    string
-		mod     func(*Config)
-		wantErr string
-	}{
+	runConfigCases(t, []configCase{
 		{"long cycle over the ring", func(c *Config) { c.LongCycle.MinCalls = recentCalls + 1 }, "long_cycle.min_calls"},
 		{"long cycle at the ring", func(c *Config) { c.LongCycle.MinCalls = recentCalls }, ""},
 		{"negative long cycle", func(c *Config) { c.LongCycle.MinCalls = -1 }, "long_cycle.min_calls must be in 0..24, got -1"},
 		{"long cycle off", func(c *Config) { c.LongCycle.MinCalls = 0 }, ""},
-	} {
-		t.Run(tt.name, func(t *testing.T) { checkConfigError(t, tt.mod, tt.wantErr) })
-	}
+	})
 }

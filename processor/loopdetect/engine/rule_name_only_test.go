@@ -64,15 +64,9 @@ func TestNameOnlyThresholdIsOffByDefaultAndNeverKillsAlone(t *testing.T) {
 // TestNameOnlyConfigNamesItsKey: name_only_threshold is bounded by the
 // history it counts in.
 func TestNameOnlyConfigNamesItsKey(t *testing.T) {
-	for _, tt := range []struct {
-		name    string
-		mod     func(*Config)
-		wantErr string
-	}{
+	runConfigCases(t, []configCase{
 		{"name-only over history", func(c *Config) { c.NameOnlyThreshold = 99 }, "name_only_threshold"},
 		{"name-only at history", func(c *Config) { c.NameOnlyThreshold = c.HistorySize }, ""},
 		{"negative name-only", func(c *Config) { c.NameOnlyThreshold = -1 }, "name_only_threshold must be in 0..history_size (12), got -1"},
-	} {
-		t.Run(tt.name, func(t *testing.T) { checkConfigError(t, tt.mod, tt.wantErr) })
-	}
+	})
 }

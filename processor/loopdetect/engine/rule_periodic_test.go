@@ -25,15 +25,7 @@ func TestPeriodicLoopNeedsAnUnchangedFingerprint(t *testing.T) {
 	bb := [3]string{"grep", `{"q":"LoadConfig"}`, `{"hits":3}`}
 	c := [3]string{"list_dir", `{"d":"."}`, `{"n":14}`}
 	d := [3]string{"git_status", `{}`, `{"clean":true}`}
-	tests := []struct {
-		name    string
-		mod     func(*Config)
-		calls   func(b *callBuilder) []*ToolCall
-		stuckAt int64 // first stuck call, 0: never stuck
-		reason  Reason
-		killAt  int64 // first kill, 0: none
-		explain string
-	}{
+	runStuckCases(t, []stuckCase{
 		{"the same call and result twice: unchanged_result at call 2", nil, cycle(3, [3]string{"bash", `{"c":"ls"}`, "a.go\nb.go"}),
 			2, ReasonUnchangedResult, 0, "loop detected: same tool call bash returned an identical result x2 in a row"},
 		// Not a kill reason: the loop is killed once it has lasted
@@ -85,25 +77,13 @@ func TestPeriodicLoopNeedsAnUnchangedFingerprint(t *testing.T) {
 			8, ReasonLongCycle, 8, ""},
 		{"max_period 4: A-B-C-D twice is a periodic loop at call 8", func(c *Config) { c.MaxPeriod = 4 }, cycle(8, a, bb, c, d),
 			8, ReasonPeriodicLoop, 8, "loop detected: cycle read_file → grep → list_dir → git_status repeated x2 (period 4) with unchanged progress fingerprint"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := mustEngine(t, tt.mod)
-			tr := observeAll(e, tt.calls(newBuilder("s")))
-			checkFirstTransition(t, tr, StateStuck, tt.stuckAt, tt.reason, tt.explain)
-			checkKillAt(t, tr, tt.killAt)
-		})
-	}
+	})
 }
 
 // TestPeriodicLoopConfigNamesItsKey: max_period and min_repetitions are
 // checked against each other and history_size.
 func TestPeriodicLoopConfigNamesItsKey(t *testing.T) {
-	for _, tt := range []struct {
-		name    string
-		mod     func(*Config)
-		wantErr string
-	}{
+	runConfigCases(t, []configCase{
 		{"history too small for periods", func(c *Config) {
 			c.HistorySize, c.FrequentIdentical.Window, c.FrequentIdentical.Threshold, c.MaxPeriod = 5, 5, 5, 3
 		}, "max_period × min_repetitions"},
@@ -112,7 +92,5 @@ func TestPeriodicLoopConfigNamesItsKey(t *testing.T) {
 		{"max_period 16 in a history of 32", func(c *Config) { c.HistorySize, c.MaxPeriod = 32, 16 }, ""},
 		{"max_period 17", func(c *Config) { c.HistorySize, c.MaxPeriod = 64, 17 }, "max_period must be in 1..16, got 17"},
 		{"min_repetitions 1", func(c *Config) { c.MinRepetitions = 1 }, "min_repetitions must be ≥ 2, got 1"},
-	} {
-		t.Run(tt.name, func(t *testing.T) { checkConfigError(t, tt.mod, tt.wantErr) })
-	}
+	})
 }

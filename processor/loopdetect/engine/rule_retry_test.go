@@ -115,11 +115,7 @@ func TestRetryPolicyJudgesARunOfIdenticalFailures(t *testing.T) {
 // TestRetryConfigNamesItsKey: the default retry policy is checked under
 // retry.*.
 func TestRetryConfigNamesItsKey(t *testing.T) {
-	for _, tt := range []struct {
-		name    string
-		mod     func(*Config)
-		wantErr string
-	}{
+	runConfigCases(t, []configCase{
 		{"backoff below one", func(c *Config) { c.Retry.BackoffRate = 0.5 }, "backoff_rate"},
 		{"backoff rate one: a constant interval", func(c *Config) { c.Retry.BackoffRate = 1 }, ""},
 		{"tolerance one", func(c *Config) { c.Retry.Tolerance = 1 }, "retry.tolerance"},
@@ -128,7 +124,5 @@ func TestRetryConfigNamesItsKey(t *testing.T) {
 		{"negative initial interval", func(c *Config) { c.Retry.InitialInterval = -time.Second }, "retry.initial_interval must not be negative, got -1s"},
 		{"no attempts", func(c *Config) { c.Retry.MaxAttempts = 0 }, "retry.max_attempts must be ≥ 1, got 0"},
 		{"one attempt", func(c *Config) { c.Retry.MaxAttempts = 1 }, ""},
-	} {
-		t.Run(tt.name, func(t *testing.T) { checkConfigError(t, tt.mod, tt.wantErr) })
-	}
+	})
 }

@@ -18,15 +18,7 @@ func TestTerminalRereadIsTheSameFinishedResultInARow(t *testing.T) {
 		}
 	}
 	const done = `{"status":"done","output":"42"}`
-	tests := []struct {
-		name    string
-		mod     func(*Config)
-		calls   func(b *callBuilder) []*ToolCall
-		stuckAt int64 // first stuck call, 0: never stuck
-		reason  Reason
-		killAt  int64 // first kill, 0: none
-		explain string
-	}{
+	runStuckCases(t, []stuckCase{
 		// Not a kill reason: killed once the loop has lasted
 		// kill.after_loop_calls (5) calls.
 		{"a finished task read again: stuck at the 2nd read, killed at the 5th", nil, reads(5, `{"t":1}`, done),
@@ -65,13 +57,5 @@ func TestTerminalRereadIsTheSameFinishedResultInARow(t *testing.T) {
 			reads(2, `{"t":1}`, done), 0, ReasonNone, 0, ""},
 		{"terminal_reread off: the second read is an unchanged result", func(c *Config) { c.TerminalReread = false }, reads(2, `{"t":1}`, done),
 			2, ReasonUnchangedResult, 0, "loop detected: same tool call get_task returned an identical result x2 in a row"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := mustEngine(t, tt.mod)
-			tr := observeAll(e, tt.calls(newBuilder("s")))
-			checkFirstTransition(t, tr, StateStuck, tt.stuckAt, tt.reason, tt.explain)
-			checkKillAt(t, tr, tt.killAt)
-		})
-	}
+	})
 }
