@@ -53,40 +53,35 @@ func mustEngine(t *testing.T, mod func(*Config)) *Engine {
 // checks that the error names that setting, so a case cannot pass because
 // another check failed.
 func TestConfigValidation(t *testing.T) {
-	tests := []struct {
-		name    string
-		mod     func(*Config)
-		wantErr string // "" = valid
-	}{
+	runConfigCases(t, []configCase{
 		{"defaults", func(*Config) {}, ""},
-		{"history too small for periods", func(c *Config) {
-			c.HistorySize, c.FrequentIdentical.Window, c.FrequentIdentical.Threshold, c.MaxPeriod = 5, 5, 5, 3
-		}, "max_period × min_repetitions"},
 		{"window over history", func(c *Config) { c.FrequentIdentical.Window = 20 }, "frequent_identical"},
 		{"threshold over window", func(c *Config) { c.FrequentIdentical.Threshold = 11 }, "frequent_identical"},
 		{"frequent disabled", func(c *Config) { c.FrequentIdentical.Threshold = 0 }, ""},
 		{"no sessions", func(c *Config) { c.MaxSessions = 0 }, "max_sessions"},
 		{"hysteresis zero", func(c *Config) { c.Hysteresis = 0 }, "hysteresis"},
-		{"backoff below one", func(c *Config) { c.Retry.BackoffRate = 0.5 }, "backoff_rate"},
-		{"tolerance one", func(c *Config) { c.Retry.Tolerance = 1 }, "retry.tolerance"},
-		{"name-only over history", func(c *Config) { c.NameOnlyThreshold = 99 }, "name_only_threshold"},
-		{"long cycle over the ring", func(c *Config) { c.LongCycle.MinCalls = recentCalls + 1 }, "long_cycle.min_calls"},
-		{"long cycle off", func(c *Config) { c.LongCycle.MinCalls = 0 }, ""},
-		{"cycle without results: one repetition", func(c *Config) { c.CycleWithoutResults.Repetitions = 1 }, "cycle_without_results"},
-		{"cycle without results: period too long", func(c *Config) { c.CycleWithoutResults.MaxPeriod = maxCycleWithoutResultsPeriod + 1 }, "cycle_without_results"},
-		{"cycle without results off", func(c *Config) { c.CycleWithoutResults.Repetitions = 0 }, ""},
-		{"negative failure streak", func(c *Config) { c.FailureStreak.Threshold = -1 }, "failure_streak"},
-		{"negative unknown-tool streak", func(c *Config) { c.FailureStreak.UnknownToolThreshold = -1 }, "unknown_tool_threshold"},
-		{"negative backstop", func(c *Config) { c.Backstop = -time.Second }, "backstop must not be negative (0 disables it), got -1s"},
 		{"negative idle timeout", func(c *Config) { c.IdleTimeout = -time.Minute }, "idle_timeout must not be negative"},
-		{"negative initial interval", func(c *Config) { c.Retry.InitialInterval = -time.Second }, "retry.initial_interval must not be negative, got -1s"},
-		{"no attempts", func(c *Config) { c.Retry.MaxAttempts = 0 }, "retry.max_attempts must be ≥ 1, got 0"},
 		{"negative lease renewals", func(c *Config) { c.Lease.MaxRenewals = -1 }, "lease.max_renewals"},
 		{"unknown kill reason", func(c *Config) { c.Kill.Reasons = []Reason{ReasonBackstop, Reason(200)} }, `kill.reasons: unknown reason "reason(200)"`},
 		{"negative kill after calls", func(c *Config) { c.Kill.AfterLoopCalls = -1 }, "kill.after_loop_calls"},
 		{"negative kill tokens", func(c *Config) { c.Kill.MaxLoopTokens = -1 }, "kill.max_loop_tokens"},
-	}
-	for _, tt := range tests {
+	})
+}
+
+// configCase changes one setting (mod) from the defaults; wantErr is what
+// Check's error must name, and it alone ("" = valid). The rules' files
+// list their own settings' cases.
+type configCase struct {
+	name    string
+	mod     func(*Config)
+	wantErr string
+}
+
+// runConfigCases runs each case as a subtest: an error must name the
+// setting and be the only one, so a case cannot pass because another
+// check failed.
+func runConfigCases(t *testing.T, cases []configCase) {
+	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := DefaultConfig()
 			tt.mod(&cfg)
@@ -130,6 +125,90 @@ func observeAll(e *Engine, calls []*ToolCall) []Transition {
 	return out
 }
 
+// nCalls is f(0)..f(n-1): a session's calls, one a step.
+func nCalls(n int, f func(i int) *ToolCall) []*ToolCall {
+	calls := make([]*ToolCall, n)
+	for i := range calls {
+		calls[i] = f(i)
+	}
+	return calls
+}
+
+// failing marks c failed with an error class and text.
+func failing(c *ToolCall, class, text string) *ToolCall {
+	c.Failed, c.ErrorClass, c.ErrorText = true, class, text
+	return c
+}
+
+// firstTransitionTo is the first of tr that enters state to, nil when none does.
+func firstTransitionTo(tr []Transition, to State) *Transition {
+	for i := range tr {
+		if tr[i].To == to && tr[i].From != to {
+			return &tr[i]
+		}
+	}
+	return nil
+}
+
+// checkFirstTransition fails t unless the first transition of tr into
+// state to is at call at with reason and, unless explain is "", that
+// explanation (at 0: no transition enters to).
+func checkFirstTransition(t *testing.T, tr []Transition, to State, at int64, reason Reason, explain string) {
+	t.Helper()
+	got := firstTransitionTo(tr, to)
+	switch {
+	case at == 0 && got != nil:
+		t.Fatalf("%v at call %d (%v), want never %v", to, got.CallIndex, got.Reason, to)
+	case at == 0:
+	case got == nil:
+		t.Fatalf("never %v, want %v at call %d (%v); transitions %+v", to, to, at, reason, tr)
+	case got.CallIndex != at || got.Reason != reason:
+		t.Fatalf("%v at call %d (%v), want call %d (%v)", to, got.CallIndex, got.Reason, at, reason)
+	case explain != "" && got.Explanation != explain:
+		t.Fatalf("explanation %q, want %q", got.Explanation, explain)
+	}
+}
+
+// checkKillAt fails t unless the first kill of tr is at call at (0: none).
+func checkKillAt(t *testing.T, tr []Transition, at int64) {
+	t.Helper()
+	for _, x := range tr {
+		if x.Kill {
+			if x.CallIndex != at {
+				t.Fatalf("killed at call %d (%v), want %d", x.CallIndex, x.Reason, at)
+			}
+			return
+		}
+	}
+	if at != 0 {
+		t.Fatalf("never killed, want a kill at call %d", at)
+	}
+}
+
+// stuckCase is a row of a rule's table: a session's calls under one
+// setting changed from the defaults, and when it is first stuck.
+type stuckCase struct {
+	name    string
+	mod     func(*Config) // nil: the defaults
+	calls   func(b *callBuilder) []*ToolCall
+	stuckAt int64 // the first stuck call, 0: never stuck
+	reason  Reason
+	killAt  int64  // the first kill, 0: none
+	explain string // the stuck transition's explanation, "" unchecked
+}
+
+// runStuckCases feeds each case's calls to a new engine, as one session on
+// the fake clock, and checks its first stuck transition and first kill.
+func runStuckCases(t *testing.T, cases []stuckCase) {
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := observeAll(mustEngine(t, tt.mod), tt.calls(newBuilder("s")))
+			checkFirstTransition(t, tr, StateStuck, tt.stuckAt, tt.reason, tt.explain)
+			checkKillAt(t, tr, tt.killAt)
+		})
+	}
+}
+
 func TestLRUEvictionIsCounted(t *testing.T) {
 	e := mustEngine(t, func(c *Config) { c.MaxSessions = 16 })
 	for i := 0; i < 100; i++ {
@@ -158,25 +237,6 @@ func TestIdleExpiryOnTick(t *testing.T) {
 	}
 }
 
-func TestBackstopOnTickKillsOnce(t *testing.T) {
-	e := mustEngine(t, func(c *Config) { c.Backstop = time.Hour; c.IdleTimeout = 0 })
-	b := newBuilder("s")
-	var calls []*ToolCall
-	for i := 0; i < 5; i++ {
-		calls = append(calls, b.call(time.Duration(i)*time.Minute, "t", fmt.Sprintf(`{"i":%d}`, i), fmt.Sprintf("r%d", i)))
-	}
-	if tr := observeAll(e, calls); len(tr) != 0 {
-		t.Fatalf("varied calls made transitions: %+v", tr)
-	}
-	tr := e.Tick(t0.Add(61*time.Minute), nil)
-	if len(tr) != 1 || tr[0].To != StateStuck || tr[0].Reason != ReasonBackstop || !tr[0].Kill || tr[0].Trigger != TriggerTick {
-		t.Fatalf("backstop tick: %+v", tr)
-	}
-	if tr := e.Tick(t0.Add(62*time.Minute), nil); len(tr) != 0 {
-		t.Fatalf("backstop fired twice: %+v", tr)
-	}
-}
-
 func TestNestedToolSpansAreOneAction(t *testing.T) {
 	e := mustEngine(t, nil)
 	b := newBuilder("s")
@@ -196,34 +256,6 @@ func TestNestedToolSpansAreOneAction(t *testing.T) {
 	in2.ParentSpanID = out2.SpanID
 	if tr := observeAll(e, []*ToolCall{in2, out2}); len(tr) != 0 {
 		t.Fatalf("a nested twin counted as a repetition: %+v", tr)
-	}
-}
-
-func TestNameOnlyNeverKillsByDefault(t *testing.T) {
-	e := mustEngine(t, nil)
-	b := newBuilder("s")
-	var calls []*ToolCall
-	for i := 0; i < 12; i++ {
-		calls = append(calls, b.call(time.Duration(i)*time.Second, "web_search", "", ""))
-	}
-	for _, tr := range observeAll(e, calls) {
-		if tr.To == StateStuck || tr.Kill {
-			t.Fatalf("name-only evidence made %+v", tr)
-		}
-	}
-}
-
-func TestNameOnlyThresholdReachesStuck(t *testing.T) {
-	e := mustEngine(t, func(c *Config) { c.NameOnlyThreshold = 8 })
-	b := newBuilder("s")
-	var calls []*ToolCall
-	for i := 0; i < 8; i++ {
-		calls = append(calls, b.call(time.Duration(i)*time.Second, "web_search", "", ""))
-	}
-	tr := observeAll(e, calls)
-	last := tr[len(tr)-1]
-	if last.To != StateStuck || !last.LowConfidence || last.Kill || last.CallIndex != 8 {
-		t.Fatalf("name-only threshold: %+v", last)
 	}
 }
 
@@ -374,25 +406,6 @@ func TestHealthyShapesAreNotKilled(t *testing.T) {
 		calls     func(b *callBuilder) []*ToolCall
 		wantStuck bool
 	}{
-		{"status-bearing result read again after edits (not a terminal re-read)", func(b *callBuilder) []*ToolCall {
-			return []*ToolCall{
-				b.call(0, "read_file", `{"p":"a"}`, `{"status":"done","content":"v1"}`),
-				b.call(time.Second, "edit", `{"p":"a","x":1}`, `{"ok":1}`),
-				b.call(2*time.Second, "edit", `{"p":"a","x":2}`, `{"ok":2}`),
-				b.call(3*time.Second, "run_tests", `{}`, `{"failed":1}`),
-				b.call(4*time.Second, "read_file", `{"p":"a"}`, `{"status":"done","content":"v2"}`),
-			}
-		}, false},
-		{"left the polling loop after two identical results, as the async-task post-mortem advises", func(b *callBuilder) []*ToolCall {
-			return []*ToolCall{
-				b.call(0, "get_task", `{"t":1}`, `{"state":"running"}`),
-				b.call(time.Second, "get_task", `{"t":1}`, `{"state":"running"}`),
-				b.call(2*time.Second, "file_ticket", `{"a":1}`, ""),
-				b.call(3*time.Second, "notify", `{"b":1}`, ""),
-				b.call(4*time.Second, "write_note", `{"c":1}`, ""),
-				b.call(5*time.Second, "write_note", `{"c":2}`, ""),
-			}
-		}, true},
 		{"fix-and-test: a new edit before each run of the same failing test", func(b *callBuilder) []*ToolCall {
 			var cs []*ToolCall
 			for i := 0; i < 12; i++ {
@@ -450,28 +463,10 @@ func TestLoopsAreNotHidden(t *testing.T) {
 			}
 			return cs
 		}},
-		{"an attempt attribute stuck at 1 cannot stretch the retry budget", func(b *callBuilder) []*ToolCall {
-			var cs []*ToolCall
-			for i := 0; i < 8; i++ {
-				c := b.call(time.Duration(1<<i)*time.Second, "fetch", `{"u":1}`, "")
-				c.Failed, c.ErrorClass, c.Attempt = true, "rate_limit", 1
-				cs = append(cs, c)
-			}
-			return cs
-		}},
 		{"the same call returning two results in turn is still a loop", func(b *callBuilder) []*ToolCall {
 			var cs []*ToolCall
 			for i := 0; i < 10; i++ {
 				cs = append(cs, b.call(time.Duration(i)*time.Second, "bash", `{"c":"gh issue list"}`, fmt.Sprintf("12\n%d", i%2)))
-			}
-			return cs
-		}},
-		{"changing error texts are not progress", func(b *callBuilder) []*ToolCall {
-			var cs []*ToolCall
-			for i := 0; i < 6; i++ {
-				c := b.call(time.Duration(i)*time.Second, "read", `{"p":"/x"}`, fmt.Sprintf("Error: no such file (request %d)", i))
-				c.Failed, c.ErrorClass = true, "FileNotFoundError"
-				cs = append(cs, c)
 			}
 			return cs
 		}},
