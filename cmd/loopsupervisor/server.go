@@ -43,6 +43,8 @@ type supervisor struct {
 	// book is what the agent's tool-call hook and the verified warns tell
 	// of its sessions.
 	book *hookBook
+	// refusals keeps the log of refused requests to a line a second.
+	refusals refusalLog
 }
 
 // reply is the body of every answer. It carries nothing about the agent:
@@ -97,7 +99,9 @@ func (s *supervisor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, webhook.ErrUnauthorized) {
 			code = http.StatusUnauthorized
 		}
-		s.log.Printf("rejected webhook from %s: %v", r.RemoteAddr, err)
+		if line := s.refusals.note(now, "rejected webhook from %s: %v", r.RemoteAddr, err); line != "" {
+			s.log.Print(line)
+		}
 		s.answer(w, code, reply{Result: "rejected", Error: err.Error()})
 		return
 	}
