@@ -118,7 +118,7 @@ func TestKillSecretFromAPrivateFile(t *testing.T) {
 			cfg: func(t *testing.T) *Config {
 				return killConfig(writeSecrets(t, testSecret+"\nwhsec_hunter2\n", 0o600))
 			},
-			wantErr: "kill.secrets_file " /* path */,
+			wantErr: "kill.secrets_file ", /* path */
 		},
 		{
 			name: "file and environment together hold at most two",
