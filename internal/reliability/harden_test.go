@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -351,4 +352,67 @@ func TestProductionRefusesPlaintextBeyondLoopback(t *testing.T) {
 		"--config", fmt.Sprintf("yaml:extensions::zpages::endpoint: 127.0.0.1:%d", testproc.FreePort(t)),
 		"--config", fmt.Sprintf("yaml:service::telemetry::metrics::readers: [{pull: {exporter: {prometheus: {host: 127.0.0.1, port: %d}}}}]", testproc.FreePort(t)))
 	ok.WaitHealthy(t, health, 30*time.Second)
+}
+
+// refusedLine matches a logged refusal and the count of those left out
+// before it.
+var refusedLine = regexp.MustCompile(`rejected webhook from [^\n]*?(?: \(and (\d+) more refused requests not logged since [^)]*\))?\n`)
+
+// TestRefusedRequestsDoNotFloodTheSupervisorsLog: a stranger on the kill
+// port wrote 13,350 lines in 15 s into the supervisor's log, one a refused
+// request. Now a flood of unsigned requests is each answered 400 but
+// logged at most once a second, each line counting those it stands for,
+// and the agent keeps running.
+func TestRefusedRequestsDoNotFloodTheSupervisorsLog(t *testing.T) {
+	dir := t.TempDir()
+	sup := startSupervisor(t, dir, testproc.NewSecret(t), instanceID(t), sleeper, nil)
+	url := fmt.Sprintf("http://127.0.0.1:%d/kill", sup.port)
+	client := &http.Client{Timeout: 5 * time.Second}
+	const maxRequests, maxTime = 20_000, 3 * time.Second
+	start := time.Now()
+	sent := 0
+	for sent < maxRequests && time.Since(start) < maxTime {
+		resp, err := client.Post(url, "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("an unsigned request was answered %d, want 400", resp.StatusCode)
+		}
+		sent++
+	}
+	elapsed := time.Since(start)
+	// One more after a second's pause: its line counts the flood's tail.
+	time.Sleep(1100 * time.Millisecond)
+	resp, err := client.Post(url, "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	sent++
+
+	var lines, accounted int
+	if !testproc.Eventually(5*time.Second, func() bool {
+		lines, accounted = 0, 0
+		for _, m := range refusedLine.FindAllStringSubmatch(sup.LogText(), -1) {
+			lines++
+			n, _ := strconv.Atoi(m[1])
+			accounted += 1 + n
+		}
+		return accounted == sent
+	}) {
+		t.Fatalf("%d refused requests, %d accounted for in %d log lines; log:\n%s", sent, accounted, lines, testproc.Tail(sup.LogText(), 3000))
+	}
+	limit := int((elapsed+1100*time.Millisecond)/time.Second) + 2
+	t.Logf("%d unsigned requests in %s: %d log lines (at most %d allowed)", sent, elapsed.Round(time.Millisecond), lines, limit)
+	if lines > limit {
+		t.Fatalf("%d log lines for %d refused requests in %s, want at most %d:\n%s", lines, sent, elapsed, limit, testproc.Tail(sup.LogText(), 3000))
+	}
+	if sent < 100 {
+		t.Fatalf("only %d requests sent: no flood to measure", sent)
+	}
+	if sup.Exited() {
+		t.Fatalf("the supervisor exited under the flood; log:\n%s", sup.LogText())
+	}
 }
