@@ -65,7 +65,7 @@ func components() (otelcol.Factories, error) {
 		pprofextension.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension v0.165.1",
 		zpagesextension.NewFactory().Type(): "go.opentelemetry.io/collector/extension/zpagesextension v0.165.0",
 		bearertokenauthextension.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/bearertokenauthextension v0.165.1",
-		decodeguard.NewFactory().Type(): "github.com/otelcol-loop/otelcol-loop v0.0.0",
+		decodeguard.NewFactory().Type(): "github.com/otelcol-loop/otelcol-loop/extension/decodeguard v0.0.0",
 	})
 
 	factories.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](

@@ -10,6 +10,7 @@ require (
 	github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension v0.165.1
 	github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage v0.165.1
 	github.com/otelcol-loop/otelcol-loop v0.0.0
+	github.com/otelcol-loop/otelcol-loop/extension/decodeguard v0.0.0
 	go.opentelemetry.io/collector/component v1.71.0
 	go.opentelemetry.io/collector/confmap v1.71.0
 	go.opentelemetry.io/collector/confmap/provider/envprovider v1.71.0
@@ -222,6 +223,8 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
+
+replace github.com/otelcol-loop/otelcol-loop/extension/decodeguard v0.0.0 => ../../extension/decodeguard
 
 replace github.com/otelcol-loop/otelcol-loop v0.0.0 => ../..
 
