@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -414,5 +415,108 @@ func TestRefusedRequestsDoNotFloodTheSupervisorsLog(t *testing.T) {
 	}
 	if sup.Exited() {
 		t.Fatalf("the supervisor exited under the flood; log:\n%s", sup.LogText())
+	}
+}
+
+// gatewayBinary is $OTELCOL_LOOP_GATEWAY_BIN, or the gateway compiled once
+// from cmd/otelcol-loop-gateway.
+func gatewayBinary(t *testing.T) string {
+	t.Helper()
+	binaries(t) // the build directory
+	gatewayOnce.Do(func() {
+		if p := testproc.BinFromEnv(t.Logf, "OTELCOL_LOOP_GATEWAY_BIN"); p != "" {
+			gatewayBin = p
+			return
+		}
+		root, err := testproc.RepoRoot()
+		if err != nil {
+			gatewayErr = err
+			return
+		}
+		gatewayBin = filepath.Join(filepath.Dir(bins.supervisor), "otelcol-loop-gateway")
+		gatewayErr = testproc.GoBuild(t.Logf, filepath.Join(root, "cmd", "otelcol-loop-gateway"), gatewayBin, ".")
+	})
+	if gatewayErr != nil {
+		t.Fatal(gatewayErr)
+	}
+	return gatewayBin
+}
+
+var (
+	gatewayOnce sync.Once
+	gatewayBin  string
+	gatewayErr  error
+)
+
+// TestGatewayRefusesDeepJSON: the tier-1 gateway had the 2 MiB size cap
+// but no depth guard, and decoded six concurrent 1.96 MB 70,000-deep
+// OTLP/JSON bodies (26 MiB of memory each). config/gateway.yaml now puts
+// decode_guard in front of its OTLP/HTTP receiver: each is answered 400
+// and counted, the gateway's peak RSS barely moves, and a shallow span is
+// still accepted.
+func TestGatewayRefusesDeepJSON(t *testing.T) {
+	bin := gatewayBinary(t)
+	cfg, err := filepath.Abs(filepath.Join("..", "..", "config", "gateway.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &collector{otlp: testproc.FreePort(t), otlpGRPC: testproc.FreePort(t), metrics: testproc.FreePort(t)}
+	health := testproc.FreePort(t)
+	env := []string{
+		"LOOP_OTLP_TOKEN=" + token,
+		"LOOP_TIER2_TOKEN=reliability-tier2-token-0123456789",
+		"LOOP_GATEWAY_HTTP_PORT=" + strconv.Itoa(g.otlp),
+		"LOOP_GATEWAY_GRPC_PORT=" + strconv.Itoa(g.otlpGRPC),
+		"LOOP_GATEWAY_METRICS_PORT=" + strconv.Itoa(g.metrics),
+		"LOOP_GATEWAY_HEALTH_PORT=" + strconv.Itoa(health),
+		// Tier 2 is nowhere: refused data never gets that far, and the
+		// shallow span waits in the exporter's queue.
+		"LOOP_TIER2_0=127.0.0.1:" + strconv.Itoa(testproc.FreePort(t)),
+		"LOOP_TIER2_1=127.0.0.1:" + strconv.Itoa(testproc.FreePort(t)),
+		"LOOP_TIER2_2=127.0.0.1:" + strconv.Itoa(testproc.FreePort(t)),
+	}
+	g.Proc = testproc.Start(t, t.TempDir(), "gateway", env, "", bin, "--config", cfg)
+	g.LogTail = 4000
+	g.WaitHealthy(t, health, 60*time.Second)
+
+	idle := vmHWM(t, g.Cmd.Process.Pid)
+	const depth = 70_000
+	bodies := make([][]byte, 6)
+	for i := range bodies {
+		bodies[i] = spanWith(byte(i+1), deepArray(depth))
+	}
+	if n := len(bodies[0]); n > maxBody {
+		t.Fatalf("a %d-byte body is over the gateway's size cap: it would test the cap, not the depth guard", n)
+	}
+	got := make([]int, len(bodies))
+	var wg sync.WaitGroup
+	for i := range bodies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i] = g.post(t, bodies[i], token)
+		}()
+	}
+	wg.Wait()
+	peak := vmHWM(t, g.Cmd.Process.Pid)
+	refused := g.metric(t, "otelcol_decodeguard_requests_refused", `reason="depth"`)
+	t.Logf("six %d-deep bodies of %d bytes: answers %v, peak RSS %d MiB (idle %d MiB), refused for depth: %v",
+		depth, len(bodies[0]), got, peak>>20, idle>>20, refused)
+	for i, code := range got {
+		if code != http.StatusBadRequest {
+			t.Errorf("body %d answered %d, want 400", i, code)
+		}
+	}
+	if refused != float64(len(bodies)) {
+		t.Errorf("otelcol_decodeguard_requests_refused{reason=\"depth\"} = %v, want %d", refused, len(bodies))
+	}
+	// Decoded, the six cost 26 MiB each; refused, they are read only up to
+	// level 160.
+	if grew := (peak - idle) >> 20; grew > 64 {
+		t.Errorf("peak RSS grew by %d MiB, want at most 64", grew)
+	}
+	g.send(t, spans(call{trace: traceID(9, 1), seq: 1}))
+	if g.Exited() {
+		t.Fatalf("the gateway died; log:\n%s", testproc.Tail(g.LogText(), 3000))
 	}
 }
