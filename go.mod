@@ -92,6 +92,7 @@ require (
 	github.com/open-telemetry/opentelemetry-collector-contrib/pkg/batchpersignal v0.165.1 // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
+	github.com/otelcol-loop/otelcol-loop/extension/decodeguard v0.0.0
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 	github.com/rs/cors v1.11.1 // indirect
 	github.com/sirupsen/logrus v1.10.2 // indirect
@@ -143,3 +144,5 @@ require (
 // module proxy serves only at v0.161.0; without this `go mod tidy` fails
 // (exporter/privatefile wraps the file exporter).
 replace github.com/open-telemetry/opentelemetry-collector-contrib/extension/encoding/otlpencodingextension => github.com/open-telemetry/opentelemetry-collector-contrib/extension/encoding/otlpencodingextension v0.161.0
+
+replace github.com/otelcol-loop/otelcol-loop/extension/decodeguard => ./extension/decodeguard
