@@ -118,7 +118,10 @@ OTLP_HTTP=$(free_port)
 METRICS=$(free_port)
 HEALTH=$(free_port)
 SUPERVISOR=$(free_port)
-SECRET="whsec_$(head -c 32 /dev/urandom | base64 | tr -d '\n')"
+# The kill secret, in a 0600 file both the collector and the supervisor
+# read: never in either one's environment.
+SECRETS="$WORK/kill.secrets"
+(umask 077 && echo "whsec_$(head -c 32 /dev/urandom | base64 | tr -d '\n')" >"$SECRETS")
 TRACES="$WORK/traces.jsonl"
 RESULT="$WORK/result.jsonl"
 
@@ -135,7 +138,7 @@ say "  their time is when the collector decided, so they may print a moment afte
 say ""
 
 # --- 1. the collector --------------------------------------------------------
-env LOOPDETECT_WEBHOOK_SECRET="$SECRET" LOOPSUPERVISOR_PORT="$SUPERVISOR" \
+env LOOPDETECT_WEBHOOK_SECRETS_FILE="$SECRETS" LOOPSUPERVISOR_PORT="$SUPERVISOR" \
 	LOOP_OTLP_GRPC_PORT="$OTLP_GRPC" LOOP_OTLP_HTTP_PORT="$OTLP_HTTP" \
 	LOOP_METRICS_PORT="$METRICS" LOOP_HEALTH_PORT="$HEALTH" LOOP_TRACES_FILE="$TRACES" \
 	"$BIN/otelcol-loop" --config "$ROOT/config/demo.yaml" >"$WORK/collector.log" 2>&1 &
@@ -154,8 +157,7 @@ bline collector "otelcol-loop pid $COLLECTOR_PID ready: OTLP on :$OTLP_HTTP (htt
 track $! demowatch
 
 # --- 3. the supervisor around the agent --------------------------------------
-env LOOPSUPERVISOR_SECRETS="$SECRET" \
-	"$BIN/loopsupervisor" --allow-env-secrets --listen "127.0.0.1:$SUPERVISOR" --grace 5s --backstop 10m \
+"$BIN/loopsupervisor" --secrets-file "$SECRETS" --listen "127.0.0.1:$SUPERVISOR" --grace 5s --backstop 10m \
 	--on-warn 'echo "loopsupervisor: nudge for the agent: $LOOPSUPERVISOR_NUDGE" >&2' \
 	--result-file "$RESULT" -- \
 	"$BIN/loopagent" --endpoint "127.0.0.1:$OTLP_HTTP" --scenario "$SCENARIO" --speed "$SPEED" \

@@ -45,6 +45,8 @@ type supervisor struct {
 	book *hookBook
 	// watch is whether the collector announced the agent's telemetry.
 	watch *watch
+	// refusals keeps the log of refused requests to a line a second.
+	refusals refusalLog
 }
 
 // reply is the body of every answer. It carries nothing about the agent:
@@ -99,7 +101,9 @@ func (s *supervisor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, webhook.ErrUnauthorized) {
 			code = http.StatusUnauthorized
 		}
-		s.log.Printf("rejected webhook from %s: %v", r.RemoteAddr, err)
+		if line := s.refusals.note(now, "rejected webhook from %s: %v", r.RemoteAddr, err); line != "" {
+			s.log.Print(line)
+		}
 		s.answer(w, code, reply{Result: "rejected", Error: err.Error()})
 		return
 	}

@@ -14,7 +14,7 @@ import (
 	debugexporter "go.opentelemetry.io/collector/exporter/debugexporter"
 	otlpexporter "go.opentelemetry.io/collector/exporter/otlpexporter"
 	otlphttpexporter "go.opentelemetry.io/collector/exporter/otlphttpexporter"
-	fileexporter "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/fileexporter"
+	privatefile "github.com/otelcol-loop/otelcol-loop/exporter/privatefile"
 	alertsink "github.com/otelcol-loop/otelcol-loop/exporter/alertsink"
 	filestorage "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 	healthcheckextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
@@ -65,7 +65,7 @@ func components() (otelcol.Factories, error) {
 		pprofextension.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension v0.165.1",
 		zpagesextension.NewFactory().Type(): "go.opentelemetry.io/collector/extension/zpagesextension v0.165.0",
 		bearertokenauthextension.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/bearertokenauthextension v0.165.1",
-		decodeguard.NewFactory().Type(): "github.com/otelcol-loop/otelcol-loop v0.0.0",
+		decodeguard.NewFactory().Type(): "github.com/otelcol-loop/otelcol-loop/extension/decodeguard v0.0.0",
 	})
 
 	factories.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](
@@ -82,7 +82,7 @@ func components() (otelcol.Factories, error) {
 		debugexporter.NewFactory(),
 		otlpexporter.NewFactory(),
 		otlphttpexporter.NewFactory(),
-		fileexporter.NewFactory(),
+		privatefile.NewFactory(),
 		alertsink.NewFactory(),
 	)
 	if err != nil {
@@ -92,7 +92,7 @@ func components() (otelcol.Factories, error) {
 		debugexporter.NewFactory().Type(): "go.opentelemetry.io/collector/exporter/debugexporter v0.165.0",
 		otlpexporter.NewFactory().Type(): "go.opentelemetry.io/collector/exporter/otlpexporter v0.165.0",
 		otlphttpexporter.NewFactory().Type(): "go.opentelemetry.io/collector/exporter/otlphttpexporter v0.165.0",
-		fileexporter.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/fileexporter v0.165.1",
+		privatefile.NewFactory().Type(): "github.com/otelcol-loop/otelcol-loop v0.0.0",
 		alertsink.NewFactory().Type(): "github.com/otelcol-loop/otelcol-loop v0.0.0",
 	})
 

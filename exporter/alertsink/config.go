@@ -75,8 +75,20 @@ type DestinationConfig struct {
 	// Secrets are the Standard Webhooks signing secrets, each
 	// "whsec_<base64 key>" (key `secrets`, default: none). With two, every
 	// request carries two signatures, for key rotation. Required for the
-	// kill destination.
+	// kill destination, here or in secrets_file. Empty entries (an unset
+	// ${env:...}) are skipped. A secret in the collector's environment is
+	// readable by every process of its user (/proc/<pid>/environ): prefer
+	// secrets_file.
 	Secrets []configopaque.String `mapstructure:"secrets"`
+
+	// SecretsFile names a file of signing secrets, one "whsec_..." a line
+	// (blank lines and # comments skipped): the format of loopsupervisor's
+	// --secrets-file, so both can read one file (key `secrets_file`,
+	// default: none). It must be a regular file that group and others
+	// cannot read (mode 0600), owned by the collector's user or root; it is
+	// read at validation and at start. Its secrets count with `secrets`
+	// towards the limit of two; one given in both is used once.
+	SecretsFile string `mapstructure:"secrets_file"`
 }
 
 // KillConfig is the destination of kill requests.
@@ -241,15 +253,19 @@ func (cfg *Config) checkSeparateSecrets() error {
 	if cfg.Kill.Endpoint == "" || cfg.Alerts.Endpoint == "" {
 		return nil
 	}
+	// Unreadable files and malformed secrets are reported by each
+	// destination's own check.
+	killSecrets, _ := cfg.Kill.signingSecrets("kill")
+	alertSecrets, _ := cfg.Alerts.signingSecrets("alerts")
 	var errs []error
-	for i, a := range cfg.Alerts.Secrets {
-		ak, err := stdwebhook.ParseSecret(string(a))
+	for _, a := range alertSecrets {
+		ak, err := stdwebhook.ParseSecret(a.value)
 		if err != nil {
-			continue // reported by the destination's own check
+			continue
 		}
-		for _, k := range cfg.Kill.Secrets {
-			if kk, err := stdwebhook.ParseSecret(string(k)); err == nil && bytes.Equal(ak, kk) {
-				errs = append(errs, fmt.Errorf("alerts.secrets[%d]: must differ from every kill.secrets entry: the alert receiver must not hold a key supervisors accept for kills", i))
+		for _, k := range killSecrets {
+			if kk, err := stdwebhook.ParseSecret(k.value); err == nil && bytes.Equal(ak, kk) {
+				errs = append(errs, fmt.Errorf("%s: must differ from every kill.secrets and kill.secrets_file entry: the alert receiver must not hold a key supervisors accept for kills", a.where))
 				break
 			}
 		}
@@ -306,15 +322,19 @@ func (d *DestinationConfig) validate(key string, secretRequired bool) error {
 	if err := checkEndpoint(d.Endpoint); err != nil {
 		errs = append(errs, fmt.Errorf("%s.endpoint: %w", key, err))
 	}
-	if secretRequired && len(d.Secrets) == 0 {
-		errs = append(errs, fmt.Errorf("%s.secrets: at least one signing secret is required", key))
+	secrets, err := d.signingSecrets(key)
+	if err != nil {
+		errs = append(errs, err)
 	}
-	if len(d.Secrets) > MaxSecrets {
-		errs = append(errs, fmt.Errorf("%s.secrets: at most %d secrets (current and next during rotation), got %d", key, MaxSecrets, len(d.Secrets)))
+	if err == nil && secretRequired && len(secrets) == 0 {
+		errs = append(errs, fmt.Errorf("%s.secrets: at least one signing secret is required (in %s.secrets_file, a 0600 file, or %s.secrets)", key, key, key))
 	}
-	for i, s := range d.Secrets {
-		if _, err := stdwebhook.ParseSecret(string(s)); err != nil {
-			errs = append(errs, fmt.Errorf("%s.secrets[%d]: %w", key, i, err))
+	if len(secrets) > MaxSecrets {
+		errs = append(errs, fmt.Errorf("%s.secrets: at most %d secrets (current and next during rotation) in secrets and secrets_file together, got %d", key, MaxSecrets, len(secrets)))
+	}
+	for _, s := range secrets {
+		if _, err := stdwebhook.ParseSecret(s.value); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", s.where, err))
 		}
 	}
 	return errors.Join(errs...)

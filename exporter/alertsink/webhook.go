@@ -3,7 +3,6 @@ package alertsink // import "github.com/otelcol-loop/otelcol-loop/exporter/alert
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -40,18 +39,16 @@ func (w *signedWebhook) newRequest(ctx context.Context, r *alert.Record, now tim
 }
 
 // addSignedWebhook registers the kill or alerts destination when its
-// endpoint is set, with the signing keys parsed from its secrets.
+// endpoint is set, with the signing keys parsed from its secrets and its
+// secrets file (read again here: it may have been rotated since validation).
 func (s *alertSink) addSignedWebhook(ctx context.Context, host component.Host, name string, dc *DestinationConfig) error {
 	if dc.Endpoint == "" {
 		return nil
 	}
-	w := &signedWebhook{endpoint: dc.Endpoint}
-	for i, sec := range dc.Secrets {
-		k, err := stdwebhook.ParseSecret(string(sec))
-		if err != nil {
-			return fmt.Errorf("%s.secrets[%d]: %w", name, i, err)
-		}
-		w.keys = append(w.keys, k)
+	keys, err := dc.signingKeys(name)
+	if err != nil {
+		return err
 	}
+	w := &signedWebhook{endpoint: dc.Endpoint, keys: keys}
 	return s.addReceiver(ctx, host, name, dc.Endpoint, &dc.ClientConfig, w, w.keys)
 }

@@ -7,11 +7,12 @@ import (
 
 // DefaultMaxDepth is the deepest nesting of JSON objects and arrays
 // accepted by default: the JSON depth of the deepest trace or log request
-// the receiver still decodes as protobuf (pdata refuses protobuf values
-// nested 100 messages deep: 49 nested arrayValue levels in a span event's
-// attribute are 159 JSON levels; TestDefaultMaxDepthMatchesProtobuf
-// derives it). OTLP/JSON, which pdata decodes to any depth, is then
-// accepted exactly as deep as protobuf.
+// the receiver still decodes as protobuf (pdata v1.71.0 refuses protobuf
+// values nested 100 messages deep: 49 nested arrayValue levels in a span
+// event's attribute are 159 JSON levels; TestDefaultMaxDepthMatchesProtobuf
+// in internal/decodedepth derives it). OTLP/JSON, which pdata decodes to
+// any depth, is then accepted exactly as deep as protobuf. pdata v1.67.0,
+// the gateway's, has no protobuf limit: there the default bounds JSON only.
 const DefaultMaxDepth = 159
 
 // maxMaxDepth bounds max_depth itself: the receiver's JSON decoder recurses

@@ -1,4 +1,4 @@
-package decodeguard
+package decodedepth_test
 
 import (
 	"testing"
@@ -8,6 +8,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"github.com/otelcol-loop/otelcol-loop/extension/decodeguard"
 )
 
 // request is an OTLP export request (traces or logs) in both encodings.
@@ -75,18 +77,32 @@ func decodesProto(t *testing.T, req request) bool {
 	}
 }
 
-// jsonDepth is the deepest nesting of objects and arrays in req's JSON.
+// jsonDepth is the deepest nesting of objects and arrays in req's JSON,
+// counted outside strings.
 func jsonDepth(t *testing.T, req request) int {
 	t.Helper()
 	b, err := req.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &body{max: 1 << 30}
-	deepest := 0
-	for i := range b {
-		s.scan(b[i : i+1])
-		deepest = max(deepest, s.depth)
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case inString:
+			inString = c != '"'
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
 	}
 	return deepest
 }
@@ -94,8 +110,8 @@ func jsonDepth(t *testing.T, req request) int {
 // TestDefaultMaxDepthMatchesProtobuf: OTLP/JSON is accepted exactly as deep
 // as protobuf. For every place a trace or log request carries a value and
 // both nesting shapes, the deepest request pdata decodes as protobuf is
-// within DefaultMaxDepth in JSON, and the deepest of them all is exactly
-// DefaultMaxDepth.
+// within decodeguard.DefaultMaxDepth in JSON, and the deepest of them all
+// is exactly that.
 func TestDefaultMaxDepthMatchesProtobuf(t *testing.T) {
 	deepest := 0
 	for place := range places {
@@ -109,7 +125,7 @@ func TestDefaultMaxDepthMatchesProtobuf(t *testing.T) {
 			deepest = max(deepest, d)
 		}
 	}
-	if deepest != DefaultMaxDepth {
-		t.Fatalf("the deepest request protobuf decodes is %d JSON levels deep; DefaultMaxDepth is %d", deepest, DefaultMaxDepth)
+	if deepest != decodeguard.DefaultMaxDepth {
+		t.Fatalf("the deepest request protobuf decodes is %d JSON levels deep; decodeguard.DefaultMaxDepth is %d", deepest, decodeguard.DefaultMaxDepth)
 	}
 }
