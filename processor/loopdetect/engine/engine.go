@@ -42,6 +42,12 @@ type Stats struct {
 	// global bound: nothing is evicted before it, and Sessions never
 	// passes it).
 	Evicted atomic.Int64
+	// EvictedStale and EvictedActive split Evicted: sessions without a
+	// call for the stale time (5 minutes, or idle_timeout if shorter), and
+	// sessions still calling, each the newest of the sender holding the
+	// most sessions of its shard. Active evictions mean a flood (its own
+	// sessions go) or a max_sessions too low for the agents.
+	EvictedStale, EvictedActive atomic.Int64
 	// Expired counts sessions dropped after IdleTimeout.
 	Expired atomic.Int64
 	// LeasesRejected counts leases not honoured (renewal limit, owner change).
@@ -345,7 +351,7 @@ func (e *Engine) admit(sh *shard, now int64) {
 func (e *Engine) evictOne(sh *shard, now int64) bool {
 	stale := e.staleAfter()
 	if p, ok := sh.tab.staleVictim(now, stale, sweepLen); ok {
-		e.evict(sh, p)
+		e.evict(sh, p, &e.stats.EvictedStale)
 		return true
 	}
 	// best is the shard to give up a session: sh, or the free shard whose
@@ -357,7 +363,7 @@ func (e *Engine) evictOne(sh *shard, now int64) bool {
 			continue
 		}
 		if p, ok := o.tab.staleVictim(now, stale, sweepOtherLen); ok {
-			e.evict(o, p)
+			e.evict(o, p, &e.stats.EvictedStale)
 			o.mu.Unlock()
 			if best != sh {
 				best.mu.Unlock()
@@ -383,15 +389,17 @@ func (e *Engine) evictOne(sh *shard, now int64) bool {
 	}
 	p, ok := best.tab.evictee()
 	if ok {
-		e.evict(best, p)
+		e.evict(best, p, &e.stats.EvictedActive)
 	}
 	return ok
 }
 
 // evict removes the session at slab position p of sh, whose lock the
-// caller holds, to make room for a new one.
-func (e *Engine) evict(sh *shard, p uint32) {
+// caller holds, to make room for a new one, and counts it in Evicted and
+// kind (EvictedStale or EvictedActive).
+func (e *Engine) evict(sh *shard, p uint32, kind *atomic.Int64) {
 	sh.tab.removeSession(e, sh.tab.at(p))
+	kind.Add(1)
 	e.stats.Evicted.Add(1)
 }
 

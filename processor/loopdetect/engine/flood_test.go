@@ -79,6 +79,9 @@ func TestStaleSessionsMakeRoomFirst(t *testing.T) {
 			t.Fatalf("new-%d was not kept though every older session was stale", i)
 		}
 	}
+	if st := e.Stats(); st.EvictedStale.Load() != max || st.EvictedActive.Load() != 0 || st.Evicted.Load() != max {
+		t.Fatalf("evicted %d: %d stale, %d active; want %d, all stale", st.Evicted.Load(), st.EvictedStale.Load(), st.EvictedActive.Load(), max)
+	}
 }
 
 // TestSessionsNeverPassTheBound: with every shard admitting at once, the
@@ -230,7 +233,7 @@ func floodAroundNewVictim(t *testing.T, sh floodShape) (killedAt int, evicted in
 		c.Target = victimTarget
 		for _, tr := range observeAll(e, []*ToolCall{c}) {
 			if tr.Kill {
-				return call, e.Stats().Evicted.Load()
+				return call, evictedActive(t, e)
 			}
 		}
 		first := len(flood)
@@ -246,5 +249,16 @@ func floodAroundNewVictim(t *testing.T, sh floodShape) (killedAt int, evicted in
 			}
 		}
 	}
-	return 0, e.Stats().Evicted.Load()
+	return 0, evictedActive(t, e)
+}
+
+// evictedActive is e's evictions, which must all have been of active
+// sessions: a flood's run takes minutes of the fake clock, so none is stale.
+func evictedActive(t *testing.T, e *Engine) int64 {
+	t.Helper()
+	st := e.Stats()
+	if st.EvictedActive.Load() != st.Evicted.Load() || st.EvictedStale.Load() != 0 {
+		t.Fatalf("evicted %d: %d stale, %d active; want all active", st.Evicted.Load(), st.EvictedStale.Load(), st.EvictedActive.Load())
+	}
+	return st.Evicted.Load()
 }

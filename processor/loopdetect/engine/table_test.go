@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -713,5 +714,32 @@ func TestCompactedTableEvictsAtTheBound(t *testing.T) {
 	f.call(keys[max], 2*time.Minute+3*time.Second)
 	if !f.tracked(keys[max]) || e.Stats().Evicted.Load() != 1 {
 		t.Fatalf("the new session tracked %v, %d evicted; want tracked, 1", f.tracked(keys[max]), e.Stats().Evicted.Load())
+	}
+}
+
+// TestSenderCountsCostPerSender: counting sessions per sender costs at most
+// 96 bytes per sender in the costliest case, a sender per session (an
+// entry, its map slot and their slack); sessions that share a sender cost
+// one entry between them, plus 8 bytes per count up to the largest.
+func TestSenderCountsCostPerSender(t *testing.T) {
+	const n = 100_000
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := heap()
+	c := new(senderCounts)
+	for i := range n {
+		c.add(uint64(i)*0x9E3779B97F4A7C15|1, uint32(i), true)
+	}
+	after := heap()
+	runtime.KeepAlive(c)
+	per := float64(after-before) / n
+	t.Logf("%.1f bytes per sender (%d senders)", per, n)
+	if per > 96 {
+		t.Fatalf("%.1f bytes per sender, want at most 96", per)
 	}
 }
