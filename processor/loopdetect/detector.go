@@ -51,7 +51,7 @@ type detector struct {
 	lastTick atomic.Int64
 	// reported mirrors engine stats already turned into metrics.
 	reportMu sync.Mutex
-	reported struct{ sessions, evicted, expired, dups, ooo, leases int64 }
+	reported struct{ sessions, evictedStale, evictedActive, expired, dups, ooo, leases int64 }
 
 	pendingMu sync.Mutex
 	pending   []engine.Transition
@@ -277,8 +277,13 @@ func (d *detector) reportStats(ctx context.Context) {
 	if v := delta(s.Sessions.Load(), &r.sessions); v != 0 {
 		d.telemetry.LoopdetectSessions.Add(ctx, v)
 	}
-	if v := delta(s.Evicted.Load(), &r.evicted); v != 0 {
-		d.telemetry.LoopdetectEvictions.Add(ctx, v, metric.WithAttributes(attribute.String("cause", "capacity")))
+	// Capacity evictions say whether the session was stale or still
+	// calling (a flood's own sessions, or max_sessions too low).
+	if v := delta(s.EvictedStale.Load(), &r.evictedStale); v != 0 {
+		d.telemetry.LoopdetectEvictions.Add(ctx, v, metric.WithAttributes(attribute.String("cause", "capacity"), attribute.String("session", "stale")))
+	}
+	if v := delta(s.EvictedActive.Load(), &r.evictedActive); v != 0 {
+		d.telemetry.LoopdetectEvictions.Add(ctx, v, metric.WithAttributes(attribute.String("cause", "capacity"), attribute.String("session", "active")))
 	}
 	if v := delta(s.Expired.Load(), &r.expired); v != 0 {
 		d.telemetry.LoopdetectEvictions.Add(ctx, v, metric.WithAttributes(attribute.String("cause", "idle")))

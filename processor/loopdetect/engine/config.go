@@ -13,8 +13,9 @@ import (
 // their keys at the top level of the processor's configuration.
 type Config struct {
 	// MaxSessions caps tracked sessions across the processor; nothing is
-	// evicted before it is reached (then the least recently seen session
-	// of the new one's shard). Default 100000.
+	// evicted before it is reached (then a session without a call for 5
+	// minutes, else the newest session of the sender holding the most
+	// sessions of a shard). Default 100000.
 	MaxSessions int `mapstructure:"max_sessions"`
 	// IdleTimeout forgets sessions without calls for this long (0: never).
 	// Default 30m.

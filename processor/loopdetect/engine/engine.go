@@ -42,6 +42,12 @@ type Stats struct {
 	// global bound: nothing is evicted before it, and Sessions never
 	// passes it).
 	Evicted atomic.Int64
+	// EvictedStale and EvictedActive split Evicted: sessions without a
+	// call for the stale time (5 minutes, or idle_timeout if shorter), and
+	// sessions still calling, each the newest of the sender holding the
+	// most sessions of its shard. Active evictions mean a flood (its own
+	// sessions go) or a max_sessions too low for the agents.
+	EvictedStale, EvictedActive atomic.Int64
 	// Expired counts sessions dropped after IdleTimeout.
 	Expired atomic.Int64
 	// LeasesRejected counts leases not honoured (renewal limit, owner
@@ -344,9 +350,9 @@ func (e *Engine) admit(sh *shard, now int64) {
 			return
 		}
 		// Our shard is empty and every other one is busy: their holders
-		// are not waiting on us (a holder with sessions evicts its own), so
-		// one is free again shortly. Or our shard's newest sessions are
-		// gone and the sweep met only free positions: the next goes on.
+		// never wait on a lock (they only try others'), so one is free
+		// again shortly. Or the shard's sessions were not met by a sweep
+		// that saw only free positions: the next goes on.
 		runtime.Gosched()
 	}
 }
@@ -354,54 +360,64 @@ func (e *Engine) admit(sh *shard, now int64) {
 // evictOne makes room at the global bound. A stale session (no call for
 // staleAfter) goes first: one of sh's, else one of another shard's whose
 // lock is free at once (never waiting, so shard locks cannot deadlock),
-// each found by a bounded sweep of the clock hand. With none found, sh
-// gives up its newest session (evictee), or, when sh has none, another
-// free shard does. It reports false when it found no session to evict.
+// each found by a bounded sweep of the clock hand. With none found, a
+// session of the sender holding the most sessions of one shard goes
+// (evictee): sh's heaviest sender's, unless a free shard's heaviest holds
+// more. So a session alone in its shard, or alone of its sender in one,
+// is not what a flood spread over every shard evicts. It reports false
+// when it found no session to evict.
 func (e *Engine) evictOne(sh *shard, now int64) bool {
 	stale := e.staleAfter()
 	if p, ok := sh.tab.staleVictim(now, stale, sweepLen); ok {
-		e.evict(sh, p)
+		e.evict(sh, p, &e.stats.EvictedStale)
 		return true
 	}
-	var other *shard
+	// best is the shard to give up a session: sh, or the free shard whose
+	// heaviest sender holds the most, kept locked.
+	best, most := sh, sh.tab.senders.most
 	for i := range e.shards {
 		o := &e.shards[i]
 		if o == sh || !o.mu.TryLock() {
 			continue
 		}
 		if p, ok := o.tab.staleVictim(now, stale, sweepOtherLen); ok {
-			e.evict(o, p)
+			e.evict(o, p, &e.stats.EvictedStale)
 			o.mu.Unlock()
-			if other != nil {
-				other.mu.Unlock()
+			if best != sh {
+				best.mu.Unlock()
 			}
 			return true
 		}
-		if other == nil && sh.tab.live == 0 && o.tab.live > 0 {
-			other = o // kept locked: the fallback when sh is empty
+		if o.tab.senders.most > most {
+			if best != sh {
+				best.mu.Unlock()
+			}
+			best, most = o, o.tab.senders.most
 			continue
 		}
 		o.mu.Unlock()
 	}
-	victim := sh
-	if sh.tab.live == 0 {
-		if other == nil {
-			return false
-		}
-		victim = other
-		defer other.mu.Unlock()
+	if best != sh {
+		defer best.mu.Unlock()
 	}
-	p, ok := victim.tab.evictee()
+	if most == 0 {
+		// sh is empty and every other shard is busy: their holders are
+		// not waiting on us, so one is free again shortly (admit retries).
+		return false
+	}
+	p, ok := best.tab.evictee()
 	if ok {
-		e.evict(victim, p)
+		e.evict(best, p, &e.stats.EvictedActive)
 	}
 	return ok
 }
 
 // evict removes the session at slab position p of sh, whose lock the
-// caller holds, to make room for a new one.
-func (e *Engine) evict(sh *shard, p uint32) {
+// caller holds, to make room for a new one, and counts it in Evicted and
+// kind (EvictedStale or EvictedActive).
+func (e *Engine) evict(sh *shard, p uint32, kind *atomic.Int64) {
 	sh.tab.removeSession(e, sh.tab.at(p))
+	kind.Add(1)
 	e.stats.Evicted.Add(1)
 }
 
@@ -419,17 +435,6 @@ func (e *Engine) staleAfter() int64 {
 		d = min(d, e.cfg.IdleTimeout)
 	}
 	return int64(d)
-}
-
-// evictee is the session a shard gives up at the bound when no stale
-// session was found: its most recently created one. So sessions never
-// displace older ones that are still calling: a flood of fresh sessions,
-// however large, evicts its own newest members, and an agent's session
-// that predates the flood and calls at least every staleAfter keeps its
-// history (and its loop is still caught). Only a session created after
-// the flood began can be lost to it.
-func (t *sessionTable) evictee() (uint32, bool) {
-	return t.newest(sweepLen)
 }
 
 // internTable gives tool names and error classes small ids, so history

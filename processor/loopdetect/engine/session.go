@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"fmt"
 	"github.com/otelcol-loop/otelcol-loop/internal/target"
 	"hash/maphash"
@@ -115,6 +116,9 @@ type sessionDesc struct {
 	agent  string
 	client string
 	target target.Process
+	// sender identifies the agent process target names (senderOf), by
+	// which the session table shares itself out at max_sessions.
+	sender uint64
 }
 
 // noDesc describes a session before its first call is noted; it also
@@ -220,6 +224,9 @@ func (s *session) noteMeta(sh *shard, c *ToolCall) {
 		changes(d.target.ServiceName, c.Target.ServiceName) || changes(d.target.ServiceInstanceID, c.Target.ServiceInstanceID) ||
 		changes(d.target.HostName, c.Target.HostName) || (c.Target.PID != 0 && c.Target.PID != d.target.PID) {
 		s.desc = sh.describe(d, c)
+		if s.desc.sender != d.sender {
+			sh.tab.redescribe(s, d.sender, s.desc.sender)
+		}
 	}
 }
 
@@ -255,6 +262,9 @@ func (sh *shard) describe(d *sessionDesc, c *ToolCall) *sessionDesc {
 	if n == *d {
 		return d
 	}
+	// The copies are found without their sender, which follows from the
+	// target: it is worked out once per new copy, not per session.
+	n.sender = 0
 	if shared, ok := sh.descs[n]; ok {
 		return shared
 	}
@@ -266,9 +276,33 @@ func (sh *shard) describe(d *sessionDesc, c *ToolCall) *sessionDesc {
 	n.target.ServiceName = strings.Clone(n.target.ServiceName)
 	n.target.ServiceInstanceID = strings.Clone(n.target.ServiceInstanceID)
 	n.target.HostName = strings.Clone(n.target.HostName)
-	shared := &n
-	sh.descs[n] = shared
-	return shared
+	key := n
+	n.sender = senderOf(&n.target)
+	sh.descs[key] = &n
+	return &n
+}
+
+// senderSeed keys senderOf, so that no sender can pick a target whose
+// identity equals another's.
+var senderSeed = maphash.MakeSeed()
+
+// senderOf identifies the agent process a target names: its service name,
+// instance id, host and pid together (0 for none, the sender of every
+// session that names no target).
+func senderOf(t *target.Process) uint64 {
+	if *t == (target.Process{}) {
+		return 0
+	}
+	var h maphash.Hash
+	h.SetSeed(senderSeed)
+	for _, f := range [...]string{t.ServiceName, t.ServiceInstanceID, t.HostName} {
+		h.WriteString(f)
+		h.WriteByte(0) // so that fields cannot trade bytes
+	}
+	var pid [8]byte
+	binary.LittleEndian.PutUint64(pid[:], uint64(t.PID))
+	h.Write(pid[:])
+	return h.Sum64() | 1
 }
 
 // dedupOutcome says what a call's arrival did to the history.

@@ -23,7 +23,9 @@ import (
 //   - eviction: no list is kept in recency order, so a call moves nothing.
 //     A clock hand sweeps the slab for a stale session when one is needed
 //     (bounded per sweep); the newest sessions are remembered in a ring as
-//     they are created. See (*Engine).evictOne for the policy.
+//     they are created, and the sessions are counted per sender (senders),
+//     so the one that holds the most is known at once. See
+//     (*Engine).evictOne and evictee for the policy.
 type sessionTable struct {
 	index []tableSlot
 	live  int
@@ -43,6 +45,9 @@ type sessionTable struct {
 	// in creation order (a ring; recentAt is the next to write).
 	recent   [evictWindow]uint32
 	recentAt uint8
+	// senders counts the sessions per sender: at the bound the sender
+	// holding the most gives one up (evictee).
+	senders senderCounts
 	// oldestSeen is at most the lastSeen of every live session: a session
 	// takes the time of its call, which only lowers this bound when the
 	// caller's clock went back. Tick sets it exactly; while now is less
@@ -145,6 +150,7 @@ func (t *sessionTable) add(key string, h uint64, now int64) (*session, uint32) {
 	t.oldestSeen = min(t.oldestSeen, now)
 	s := t.at(p)
 	s.desc = noDesc
+	t.senders.add(noDesc.sender, p, true)
 	s.pos = p
 	s.lastSeen = now
 	s.setKey(key)
@@ -239,6 +245,7 @@ func (t *sessionTable) remove(p uint32, h uint64) {
 	t.index[i] = tableSlot{}
 	t.live--
 	s := t.at(p)
+	t.senders.drop(s.desc.sender)
 	*s = session{}
 	t.free = append(t.free, p)
 }
@@ -320,12 +327,22 @@ func (t *sessionTable) newest(n int) (uint32, bool) {
 
 // compact moves the sessions of a table that has shrunk to under half its
 // slab into its lowest positions and releases the chunks (and the index)
-// left empty: a flood of sessions, once expired, must not hold its memory.
+// left empty: a flood of sessions, once expired, must not hold its memory
+// (nor its senders' counts: shrink).
 // It runs from Tick, which visits every session anyway; hash is the keyed
 // hash of a session's key, to find a moved session's index slot.
 func (t *sessionTable) compact(hash func(*session) uint64) {
+	t.senders.shrink()
 	if t.live*2 >= int(t.next) || int(t.next)-t.live < chunkLen {
 		return
+	}
+	// The newest ring forgets the positions it names that are free: they
+	// may be beyond the chunks kept (the ring once named a released chunk,
+	// and the next eviction there panicked), or be refilled by a move.
+	for k, r := range t.recent {
+		if r != 0 && t.at(r-1).desc == nil {
+			t.recent[k] = 0
+		}
 	}
 	// Positions below lo hold sessions, those from hi on are free.
 	hi := t.next
@@ -379,5 +396,271 @@ func (t *sessionTable) move(from, to uint32, hash func(*session) uint64) {
 		if r == from+1 {
 			t.recent[k] = to + 1
 		}
+	}
+	t.senders.moved(dst.desc.sender, from, to)
+}
+
+// redescribe counts s, a session of sender from, as one of sender to (its
+// description named another target). It becomes to's newest session
+// unless to has one that started later: a session's first description
+// (from no target to its own) is always its sender's newest.
+func (t *sessionTable) redescribe(s *session, from, to uint64) {
+	newest := true
+	if r := t.senders.last(to); r != 0 && r-1 < t.next {
+		if o := t.at(r - 1); o.desc != nil && o.desc.sender == to && o.firstSeen > s.firstSeen {
+			newest = false
+		}
+	}
+	// Dropped first: the new sender's gain is the later move in the lists.
+	t.senders.drop(from)
+	t.senders.add(to, s.pos, newest)
+}
+
+// evictee is the session a shard gives up at the bound when no stale
+// session was found: the newest session of the sender that holds the most
+// of the shard's sessions (longest queue drop, the fair-share rule of a
+// buffer that flows share). A flood's sessions share a sender, so a flood
+// evicts its own sessions, however many it opens and however often it
+// calls them again; a session of another sender keeps its history whether
+// it predates the flood or starts during it. Among one sender's sessions
+// the newest goes, so those of its sessions that are older and still
+// calling keep theirs. When every sender holds one session of the shard (a
+// flood that names a new sender on every session), the shard's newest
+// session goes. See docs/design.md, The session table.
+func (t *sessionTable) evictee() (uint32, bool) {
+	if sender, ok := t.senders.heaviest(); ok {
+		if p, ok := t.newestOf(sender, sweepLen); ok {
+			return p, true
+		}
+	}
+	return t.newest(sweepLen)
+}
+
+// newestOf is the slab position of one of sender's sessions: the one it
+// counted last if that one is still the sender's, else its newest among
+// the ring of newest sessions, else its latest created among n positions
+// from the hand (a sender that holds more than a sliver of the shard is
+// met there).
+func (t *sessionTable) newestOf(sender uint64, n int) (uint32, bool) {
+	if r := t.senders.last(sender); r != 0 && r-1 < t.next {
+		if s := t.at(r - 1); s.desc != nil && s.desc.sender == sender {
+			return r - 1, true
+		}
+	}
+	for k := 1; k <= evictWindow; k++ {
+		r := t.recent[(int(t.recentAt)-k+evictWindow)%evictWindow]
+		if r == 0 {
+			continue
+		}
+		if s := t.at(r - 1); s.desc != nil && s.desc.sender == sender {
+			return r - 1, true
+		}
+	}
+	best, found := uint32(0), false
+	for range min(n, int(t.next)) {
+		p := t.hand
+		if t.hand++; t.hand >= t.next {
+			t.hand = 0
+		}
+		if s := t.at(p); s.desc != nil && s.desc.sender == sender && (!found || s.firstSeen > t.at(best).firstSeen) {
+			best, found = p, true
+		}
+	}
+	return best, found
+}
+
+// senderCounts counts a shard's sessions per sender, the agent process a
+// session names as its target (sessionDesc.sender), and keeps the senders
+// in one list per count, so the sender holding the most sessions is known
+// at once and kept up in O(1) per session added, removed or re-described
+// (the layout of an O(1) LFU cache). Its memory follows the senders: an
+// entry per sender with sessions, shrunk by compact.
+type senderCounts struct {
+	// index maps a sender to its entry.
+	index map[uint64]int32
+	// entries[1:] are the senders' entries (0 ends a list); a free entry
+	// is chained through next from free.
+	entries []senderEntry
+	free    int32
+	// heads[c] and tails[c] are the ends of the list of the senders
+	// holding c sessions: a sender that gains one goes to the head, one
+	// that loses one to the tail, so that between senders holding as many
+	// the head is the one that last opened a session.
+	heads, tails []int32
+	// most is the largest count a sender holds (0: no sessions).
+	most int32
+}
+
+// senderEntry is one sender's count, its place in the list of its count,
+// and the last session counted for it.
+type senderEntry struct {
+	sender     uint64
+	count      int32
+	prev, next int32
+	// last is 1 + the slab position of the session counted last.
+	last uint32
+}
+
+// add counts a session of sender at slab position p, the sender's newest
+// if newest says so (or it has none yet).
+func (c *senderCounts) add(sender uint64, p uint32, newest bool) {
+	i, ok := c.index[sender]
+	if !ok {
+		i = c.newEntry(sender)
+	} else {
+		c.unlink(i)
+	}
+	e := &c.entries[i]
+	e.count++
+	if newest || e.last == 0 {
+		e.last = p + 1
+	}
+	c.pushFront(i)
+	c.most = max(c.most, e.count)
+}
+
+// drop uncounts a session of sender.
+func (c *senderCounts) drop(sender uint64) {
+	i := c.index[sender]
+	if i == 0 {
+		return // not counted: cannot happen while add and drop pair up
+	}
+	c.unlink(i)
+	e := &c.entries[i]
+	e.count--
+	if e.count == 0 {
+		delete(c.index, sender)
+		*e = senderEntry{next: c.free}
+		c.free = i
+	} else {
+		c.pushBack(i)
+	}
+	// Counts move by one: a count above most's cannot have appeared.
+	if c.heads[c.most] == 0 {
+		c.most--
+	}
+}
+
+// moved notes that the session at slab position from, of sender, is now at to.
+func (c *senderCounts) moved(sender uint64, from, to uint32) {
+	if i := c.index[sender]; i != 0 && c.entries[i].last == from+1 {
+		c.entries[i].last = to + 1
+	}
+}
+
+// heaviest is the sender holding the most sessions (of those holding as
+// many, the one that last opened a session).
+func (c *senderCounts) heaviest() (uint64, bool) {
+	if c.most == 0 {
+		return 0, false
+	}
+	return c.entries[c.heads[c.most]].sender, true
+}
+
+// last is 1 + the slab position of the session counted last for sender
+// (0: none). It may have gone since: the caller checks.
+func (c *senderCounts) last(sender uint64) uint32 {
+	if i := c.index[sender]; i != 0 {
+		return c.entries[i].last
+	}
+	return 0
+}
+
+func (c *senderCounts) newEntry(sender uint64) int32 {
+	if c.index == nil {
+		c.index = make(map[uint64]int32)
+		c.entries = make([]senderEntry, 1, 8)
+	}
+	i := c.free
+	if i != 0 {
+		c.free = c.entries[i].next
+	} else {
+		i = int32(len(c.entries))
+		c.entries = append(c.entries, senderEntry{})
+	}
+	c.entries[i] = senderEntry{sender: sender}
+	c.index[sender] = i
+	return i
+}
+
+// pushFront puts entry i at the head of its count's list.
+func (c *senderCounts) pushFront(i int32) {
+	e := &c.entries[i]
+	c.lists(e.count)
+	h := c.heads[e.count]
+	e.prev, e.next = 0, h
+	if h != 0 {
+		c.entries[h].prev = i
+	} else {
+		c.tails[e.count] = i
+	}
+	c.heads[e.count] = i
+}
+
+// pushBack puts entry i at the tail of its count's list.
+func (c *senderCounts) pushBack(i int32) {
+	e := &c.entries[i]
+	c.lists(e.count)
+	tl := c.tails[e.count]
+	e.prev, e.next = tl, 0
+	if tl != 0 {
+		c.entries[tl].next = i
+	} else {
+		c.heads[e.count] = i
+	}
+	c.tails[e.count] = i
+}
+
+// lists makes room for the list of count n.
+func (c *senderCounts) lists(n int32) {
+	for int(n) >= len(c.heads) {
+		c.heads, c.tails = append(c.heads, 0), append(c.tails, 0)
+	}
+}
+
+// unlink takes entry i out of its count's list.
+func (c *senderCounts) unlink(i int32) {
+	e := &c.entries[i]
+	if e.prev != 0 {
+		c.entries[e.prev].next = e.next
+	} else {
+		c.heads[e.count] = e.next
+	}
+	if e.next != 0 {
+		c.entries[e.next].prev = e.prev
+	} else {
+		c.tails[e.count] = e.prev
+	}
+	e.prev, e.next = 0, 0
+}
+
+// shrink rebuilds the counts in fresh memory when most entries are free or
+// the count lists outgrew the largest count by far: after a flood of
+// senders, or of one sender's sessions, has gone (a map never shrinks).
+func (c *senderCounts) shrink() {
+	n := len(c.index)
+	if len(c.entries) <= 2*n+64 && len(c.heads) <= 2*int(c.most)+64 {
+		return
+	}
+	old := c.entries
+	// Rebuilt list by list, each in its order.
+	var order []int32
+	for cnt := 1; cnt <= int(c.most); cnt++ {
+		for i := c.heads[cnt]; i != 0; i = old[i].next {
+			order = append(order, i)
+		}
+	}
+	*c = senderCounts{}
+	if n == 0 {
+		return
+	}
+	c.index = make(map[uint64]int32, n)
+	c.entries = make([]senderEntry, 1, n+1)
+	for _, i := range order {
+		j := c.newEntry(old[i].sender)
+		e := &c.entries[j]
+		e.count, e.last = old[i].count, old[i].last
+		c.pushBack(j)
+		c.most = max(c.most, e.count)
 	}
 }

@@ -2,8 +2,11 @@ package engine
 
 import (
 	"fmt"
+	"github.com/otelcol-loop/otelcol-loop/internal/target"
+	"maps"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -447,5 +450,297 @@ func TestExpiredFloodReleasesItsChunks(t *testing.T) {
 	}
 	if len(trs) == 0 || !reflect.DeepEqual(trs, refTrs) {
 		t.Fatalf("the survivors' %d transitions differ from the %d of an engine without the flood", len(trs), len(refTrs))
+	}
+}
+
+// checkSenders fails t unless every shard's sender counts are its
+// sessions' senders counted afresh, its largest count is the largest of
+// them, each count's list holds exactly the senders with that count, and
+// the heaviest sender is one of those holding the most.
+func checkSenders(t *testing.T, e *Engine) {
+	t.Helper()
+	for i := range e.shards {
+		tab := &e.shards[i].tab
+		want := map[uint64]int32{}
+		tab.each(func(_ uint32, s *session) { want[s.desc.sender]++ })
+		c := &tab.senders
+		got := map[uint64]int32{}
+		for sender, j := range c.index {
+			got[sender] = c.entries[j].count
+		}
+		if !maps.Equal(got, want) {
+			t.Fatalf("shard %d: counted %v, sessions %v", i, got, want)
+		}
+		most := int32(0)
+		for _, n := range want {
+			most = max(most, n)
+		}
+		if c.most != most {
+			t.Fatalf("shard %d: largest count %d, want %d", i, c.most, most)
+		}
+		listed := 0
+		for cnt := range c.heads {
+			prev := int32(0)
+			for j := c.heads[cnt]; j != 0; prev, j = j, c.entries[j].next {
+				if e := c.entries[j]; int(e.count) != cnt || e.prev != prev || want[e.sender] != e.count {
+					t.Fatalf("shard %d: entry %d (%+v) in the list of count %d after %d", i, j, e, cnt, prev)
+				}
+				listed++
+			}
+			if c.tails[cnt] != prev {
+				t.Fatalf("shard %d: the list of count %d ends at %d, its tail is %d", i, cnt, prev, c.tails[cnt])
+			}
+		}
+		if listed != len(want) {
+			t.Fatalf("shard %d: %d senders listed, %d hold sessions", i, listed, len(want))
+		}
+		if h, ok := c.heaviest(); ok != (most > 0) || (ok && want[h] != most) {
+			t.Fatalf("shard %d: heaviest %x (%v) holds %d, most %d", i, h, ok, want[h], most)
+		}
+	}
+}
+
+// TestSenderCountsFollowTheSessions: sessions of a few senders come, change
+// their description (a target field filled in later), are evicted at the
+// bound and expire; after every step each shard's sender counts are its
+// sessions' counted afresh, compaction and the counts' own shrinking
+// included.
+func TestSenderCountsFollowTheSessions(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	e := mustEngine(t, func(c *Config) { c.MaxSessions = 300; c.IdleTimeout = 20 * time.Second })
+	norm := NewNormalizer(DefaultNormalizerConfig())
+	builders := map[string]*callBuilder{}
+	targets := []target.Process{{}, {ServiceName: "a"}, {ServiceName: "a", ServiceInstanceID: "i1"}, {ServiceName: "b", PID: 7}, {HostName: "h"}}
+	at := time.Duration(0)
+	for step := range 20_000 {
+		at += time.Duration(rng.IntN(40)) * time.Millisecond
+		if step%2500 == 2499 {
+			e.Tick(t0.Add(at), nil)
+			checkSenders(t, e)
+			continue
+		}
+		// Half the time many sessions (evictions at the bound), half the
+		// time a few (the others go idle and expire at the next Tick).
+		// Mostly sessions of the first senders; now and then one of a
+		// sender of its own, as a flood naming a new sender each would.
+		keys := 2000
+		if step%2500 >= 1250 {
+			keys = 100
+		}
+		k := fmt.Sprintf("s-%d", rng.IntN(keys))
+		tgt := targets[rng.IntN(len(targets))]
+		if rng.IntN(10) == 0 {
+			tgt = target.Process{ServiceInstanceID: fmt.Sprintf("own-%d", rng.IntN(5000))}
+		}
+		b := builders[k]
+		if b == nil {
+			b = &callBuilder{n: norm, sess: k}
+			builders[k] = b
+		}
+		c := b.call(at, "t", `{}`, "r")
+		c.Target = tgt
+		observeAll(e, []*ToolCall{c})
+		checkSenders(t, e)
+	}
+	if e.Stats().Evicted.Load() == 0 || e.Stats().Expired.Load() == 0 {
+		t.Fatalf("the run neither evicted (%d) nor expired (%d): it checked less than it says", e.Stats().Evicted.Load(), e.Stats().Expired.Load())
+	}
+}
+
+// TestSenderCountsShrinkAfterAFlood: once a flood has expired, the sender
+// counts it grew (an entry per sender, a list per count) are rebuilt to
+// the size of what is left, whether the flood named a sender per session
+// or one for all, and still count the survivors right.
+func TestSenderCountsShrinkAfterAFlood(t *testing.T) {
+	const flood, every = 20_000, 500 // every 500th session survives
+	for _, tc := range []struct {
+		name   string
+		sender func(i int) target.Process
+	}{
+		{"a sender per session", func(i int) target.Process { return target.Process{ServiceInstanceID: fmt.Sprint(i)} }},
+		{"one sender", func(int) target.Process { return target.Process{ServiceName: "flood"} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := mustEngine(t, func(c *Config) { c.MaxSessions = flood; c.IdleTimeout = time.Minute })
+			norm := NewNormalizer(DefaultNormalizerConfig())
+			builders := make([]*callBuilder, flood)
+			call := func(i int, at time.Duration) {
+				if builders[i] == nil {
+					builders[i] = &callBuilder{n: norm, sess: fmt.Sprintf("s-%d", i)}
+				}
+				c := builders[i].call(at, "t", `{}`, "r")
+				c.Target = tc.sender(i)
+				observeAll(e, []*ToolCall{c})
+			}
+			for i := range flood {
+				call(i, 0)
+			}
+			grown := 0
+			for i := range e.shards {
+				c := &e.shards[i].tab.senders
+				grown = max(grown, len(c.entries), len(c.heads))
+			}
+			for i := 0; i < flood; i += every {
+				call(i, 30*time.Second)
+			}
+			e.Tick(t0.Add(61*time.Second), nil)
+			if got := e.Stats().Sessions.Load(); got != flood/every {
+				t.Fatalf("%d sessions after expiry, want %d", got, flood/every)
+			}
+			small := func() {
+				t.Helper()
+				checkSenders(t, e)
+				for i := range e.shards {
+					c := &e.shards[i].tab.senders
+					if len(c.entries) > 2*len(c.index)+65 || len(c.heads) > 2*int(c.most)+65 {
+						t.Fatalf("shard %d keeps %d sender entries and %d count lists for %d senders holding at most %d (grown to %d)",
+							i, len(c.entries), len(c.heads), len(c.index), c.most, grown)
+					}
+				}
+			}
+			small()
+			if grown < flood/numShards/2 {
+				t.Fatalf("the counts grew to %d only: the flood did not test their shrinking", grown)
+			}
+			e.Tick(t0.Add(time.Hour), nil) // the survivors go too
+			small()
+		})
+	}
+}
+
+// TestHeaviestSenderGivesUpASession: at the bound, with nothing stale, the
+// shard's session that goes is the newest of the sender holding the most
+// sessions; between senders holding as many, the newest session goes.
+func TestHeaviestSenderGivesUpASession(t *testing.T) {
+	flood, agent, other := target.Process{ServiceName: "flood"}, target.Process{ServiceName: "agent", ServiceInstanceID: "i"}, target.Process{ServiceName: "other"}
+	type step struct {
+		session int
+		target  target.Process
+		gone    []int // sessions no longer tracked after the step
+		kept    []int // sessions still tracked after the step
+	}
+	for _, tc := range []struct {
+		name  string
+		max   int
+		steps []step
+	}{
+		{"the flood's newest goes, not the newcomer", 4, []step{
+			{session: 0, target: agent}, {session: 1, target: flood}, {session: 2, target: flood}, {session: 3, target: flood},
+			{session: 4, target: other, gone: []int{3}, kept: []int{0, 1, 2, 4}},
+			{session: 5, target: flood, gone: []int{2}, kept: []int{0, 1, 4, 5}},
+			// The flood calls its sessions again: it still holds the most.
+			{session: 1, target: flood}, {session: 5, target: flood},
+			{session: 6, target: flood, gone: []int{5}, kept: []int{0, 1, 4, 6}},
+		}},
+		{"one sender each: the newest goes", 3, []step{
+			{session: 0, target: agent}, {session: 1, target: flood}, {session: 2, target: other},
+			{session: 3, target: target.Process{ServiceName: "x"}, gone: []int{2}, kept: []int{0, 1, 3}},
+		}},
+		{"a sender's sessions go newest first", 3, []step{
+			{session: 0, target: agent}, {session: 1, target: agent}, {session: 2, target: agent},
+			{session: 3, target: agent, gone: []int{2}, kept: []int{0, 1, 3}},
+			{session: 4, target: other, gone: []int{3}, kept: []int{0, 1, 4}},
+		}},
+		{"a target named late moves the session to its sender", 4, []step{
+			{session: 0, target: agent}, {session: 1}, {session: 2}, {session: 3, target: flood},
+			// Sessions 1 and 2 name the flood's target at their second
+			// call: the flood now holds three, the newest being 3.
+			{session: 1, target: flood}, {session: 2, target: flood},
+			{session: 4, target: other, gone: []int{3}, kept: []int{0, 1, 2, 4}},
+			{session: 5, target: target.Process{ServiceName: "x"}, gone: []int{2}, kept: []int{0, 1, 4, 5}},
+		}},
+		{"a flood that stopped still pays for newcomers", 4, []step{
+			{session: 0, target: flood}, {session: 1, target: flood}, {session: 2, target: flood}, {session: 3, target: flood},
+			{session: 4, target: agent, gone: []int{3}},
+			{session: 5, target: other, gone: []int{2}, kept: []int{0, 1, 4, 5}},
+			{session: 6, target: target.Process{ServiceName: "x"}, gone: []int{1}, kept: []int{0, 4, 5, 6}},
+			// Each sender holds one now: the newest (6) goes.
+			{session: 7, target: target.Process{ServiceName: "y"}, gone: []int{6}, kept: []int{0, 4, 5, 7}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := mustEngine(t, func(c *Config) { c.MaxSessions = tc.max })
+			keys := sameShardKeys(e, "s", 8)
+			f := &tableFeed{e: e, builders: map[string]*callBuilder{}}
+			for i, st := range tc.steps {
+				b := f.builders[keys[st.session]]
+				if b == nil {
+					b = newBuilder(keys[st.session])
+					f.builders[keys[st.session]] = b
+				}
+				c := b.call(time.Duration(i)*time.Second, "bash", `{"c":"ls"}`, "same")
+				c.Target = st.target
+				observeAll(e, []*ToolCall{c})
+				for _, g := range st.gone {
+					if f.tracked(keys[g]) {
+						t.Fatalf("step %d: session %d is still tracked", i, g)
+					}
+				}
+				for _, k := range st.kept {
+					if !f.tracked(keys[k]) {
+						t.Fatalf("step %d: session %d was evicted", i, k)
+					}
+				}
+				checkSenders(t, e)
+			}
+		})
+	}
+}
+
+// TestCompactedTableEvictsAtTheBound: a shard compacted by Tick (its flood
+// expired) and then met at the bound gives up a session as before. Its
+// ring of newest sessions once still named positions of the released
+// chunks, and that eviction panicked.
+func TestCompactedTableEvictsAtTheBound(t *testing.T) {
+	const max = 300
+	e := mustEngine(t, func(c *Config) { c.MaxSessions = max; c.IdleTimeout = time.Minute })
+	f := &tableFeed{e: e, builders: map[string]*callBuilder{}}
+	keys := sameShardKeys(e, "a", max+1)
+	for i, k := range keys[:max] {
+		f.call(k, time.Duration(i)*time.Millisecond)
+	}
+	for _, k := range keys[:10] {
+		f.call(k, 2*time.Minute)
+	}
+	e.Tick(t0.Add(2*time.Minute+time.Second), nil)
+	tab := &e.shards[e.shardOf(keys[0])].tab
+	if tab.live != 10 || len(tab.chunks) != 1 {
+		t.Fatalf("after expiry the shard holds %d sessions in %d chunks, want 10 in 1", tab.live, len(tab.chunks))
+	}
+	for i := 0; e.Stats().Sessions.Load() < max; i++ { // the other shards fill the table
+		if k := fmt.Sprintf("b-%d", i); e.shardOf(k) != e.shardOf(keys[0]) {
+			f.call(k, 2*time.Minute+2*time.Second)
+		}
+	}
+	f.call(keys[max], 2*time.Minute+3*time.Second)
+	if !f.tracked(keys[max]) || e.Stats().Evicted.Load() != 1 {
+		t.Fatalf("the new session tracked %v, %d evicted; want tracked, 1", f.tracked(keys[max]), e.Stats().Evicted.Load())
+	}
+}
+
+// TestSenderCountsCostPerSender: counting sessions per sender costs at most
+// 96 bytes per sender in the costliest case, a sender per session (an
+// entry, its map slot and their slack); sessions that share a sender cost
+// one entry between them, plus 8 bytes per count up to the largest.
+func TestSenderCountsCostPerSender(t *testing.T) {
+	const n = 100_000
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := heap()
+	c := new(senderCounts)
+	for i := range n {
+		c.add(uint64(i)*0x9E3779B97F4A7C15|1, uint32(i), true)
+	}
+	after := heap()
+	runtime.KeepAlive(c)
+	per := float64(after-before) / n
+	t.Logf("%.1f bytes per sender (%d senders)", per, n)
+	if per > 96 {
+		t.Fatalf("%.1f bytes per sender, want at most 96", per)
 	}
 }

@@ -82,7 +82,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.LoopdetectEvictions, err = builder.meter.Int64Counter(
 		"otelcol_loopdetect_evictions",
-		metric.WithDescription("Sessions forgotten (attribute cause = capacity | idle). [Development]"),
+		metric.WithDescription("Sessions forgotten (attribute cause = capacity | idle; a capacity eviction also has session = stale | active: an active session was still calling, the newest of the sender holding the most sessions of its shard). [Development]"),
 		metric.WithUnit("{session}"),
 	)
 	errs = errors.Join(errs, err)

@@ -55,7 +55,7 @@ func AssertEqualLoopdetectDetectionDelay(t *testing.T, tt *componenttest.Telemet
 func AssertEqualLoopdetectEvictions(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_loopdetect_evictions",
-		Description: "Sessions forgotten (attribute cause = capacity | idle). [Development]",
+		Description: "Sessions forgotten (attribute cause = capacity | idle; a capacity eviction also has session = stale | active: an active session was still calling, the newest of the sender holding the most sessions of its shard). [Development]",
 		Unit:        "{session}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
