@@ -184,6 +184,14 @@ func TestFloodCannotHideANewLoop(t *testing.T) {
 				}
 			}
 			evicted := c.metric(t, "otelcol_loopdetect_evictions", `cause="capacity"`)
+			// Written before the verdict, so that a collector that misses
+			// the kill is measured too.
+			peak := vmHWM(t, c.Cmd.Process.Pid)
+			t.Logf("%d flood sessions (%d spans), %d new between each two of the victim's calls (max_sessions %d): %v evicted, peak RSS %d MiB",
+				sent, spansSent, perCall, maxSessions, evicted, peak>>20)
+			if peak > floodCeiling {
+				t.Fatalf("peak RSS %d MiB over %d MiB", peak>>20, floodCeiling>>20)
+			}
 			if code := sup.Wait(t, 30*time.Second); code != 86 {
 				t.Fatalf("supervisor exit %d, want 86: the victim's loop was not killed at its %dth call (%d flood sessions, %d spans, %v evicted)",
 					code, killedBy, sent, spansSent, evicted)
@@ -196,8 +204,6 @@ func TestFloodCannotHideANewLoop(t *testing.T) {
 			if active := c.metric(t, "otelcol_loopdetect_evictions", `cause="capacity"`, `session="active"`); active != evicted {
 				t.Fatalf("%v of %v capacity evictions counted as session=\"active\", want all", active, evicted)
 			}
-			t.Logf("%d flood sessions (%d spans), %d new between each two of the victim's calls (max_sessions %d): %v evicted, killed at the victim's call %d",
-				sent, spansSent, perCall, maxSessions, evicted, killedBy)
 		})
 	}
 }
