@@ -31,7 +31,7 @@ type ClaudeProject struct {
 
 // NewClaudeProject makes a project directory and a home under dir. hook,
 // when not empty, is installed as the project's PreToolUse command hook
-// for every tool, as the README tells users to.
+// for every tool, as the README tells users of CLIs without HTTP hooks to.
 func NewClaudeProject(t testing.TB, dir, hook string) ClaudeProject {
 	t.Helper()
 	p := ClaudeProject{Dir: filepath.Join(dir, "project"), Home: filepath.Join(dir, "home")}
@@ -41,16 +41,64 @@ func NewClaudeProject(t testing.TB, dir, hook string) ClaudeProject {
 		}
 	}
 	if hook != "" {
-		settings := map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{
-			"matcher": "*",
-			"hooks":   []any{map[string]any{"type": "command", "command": hook}},
-		}}}}
-		b, _ := json.MarshalIndent(settings, "", "  ")
-		if err := os.WriteFile(filepath.Join(p.Dir, ".claude", "settings.json"), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		p.InstallHooks(t, ClaudeHook{Event: "PreToolUse", Command: hook})
 	}
 	return p
+}
+
+// ClaudeHook is one hook in a Claude Code project's settings, for every
+// tool: a command hook (Command) or an HTTP hook (URL).
+type ClaudeHook struct {
+	// Event is the hook event: PreToolUse, PostToolUse…
+	Event string
+	// Command is a command hook's command line.
+	Command string
+	// URL is where an HTTP hook posts the event.
+	URL string
+	// Headers are an HTTP hook's request headers; $NAME in a value is
+	// the variable of the CLI's environment, if AllowedEnvVars lists it.
+	Headers        map[string]string
+	AllowedEnvVars []string
+}
+
+// SupervisorHTTPHook is loopsupervisor's Claude Code endpoint on listen
+// (host:port) as an HTTP hook on event, with the run's token the
+// supervisor puts in the agent's environment: the README's recipe.
+func SupervisorHTTPHook(event, listen string) ClaudeHook {
+	return ClaudeHook{
+		Event:          event,
+		URL:            "http://" + listen + "/hook/claude",
+		Headers:        map[string]string{"Authorization": "Bearer $LOOPSUPERVISOR_HOOK_TOKEN"},
+		AllowedEnvVars: []string{"LOOPSUPERVISOR_HOOK_TOKEN"},
+	}
+}
+
+// InstallHooks writes hooks as the project's .claude/settings.json
+// (replacing earlier ones); the hooks of one event run side by side.
+func (p ClaudeProject) InstallHooks(t testing.TB, hooks ...ClaudeHook) {
+	t.Helper()
+	byEvent := map[string][]any{}
+	for _, h := range hooks {
+		entry := map[string]any{"type": "command", "command": h.Command}
+		if h.URL != "" {
+			entry = map[string]any{"type": "http", "url": h.URL}
+			if len(h.Headers) > 0 {
+				entry["headers"] = h.Headers
+			}
+			if len(h.AllowedEnvVars) > 0 {
+				entry["allowedEnvVars"] = h.AllowedEnvVars
+			}
+		}
+		byEvent[h.Event] = append(byEvent[h.Event], entry)
+	}
+	events := map[string]any{}
+	for ev, entries := range byEvent {
+		events[ev] = []any{map[string]any{"matcher": "*", "hooks": entries}}
+	}
+	b, _ := json.MarshalIndent(map[string]any{"hooks": events}, "", "  ")
+	if err := os.WriteFile(filepath.Join(p.Dir, ".claude", "settings.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Env is the environment of a headless Claude Code run against model,
