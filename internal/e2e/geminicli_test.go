@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/agentcli"
@@ -39,48 +38,36 @@ var (
 	}
 )
 
+// geminiThen is the obeying model's change of course.
+var geminiThen = []agentcli.Turn{agentcli.Shell("echo 'gh is not installed here' >> notes.md")}
+
 func TestGeminiCLILoopIsStoppedWithinACall(t *testing.T) {
 	t.Parallel()
 	t.Run("a model that obeys the nudge changes course and is not killed", func(t *testing.T) {
 		t.Parallel()
-		r := runGemini(t, agentcli.Loop{Lead: geminiLead, Repeat: geminiLoop, Obeys: true, MaxRepeats: 60,
-			Then: []agentcli.Turn{agentcli.Shell("echo 'gh is not installed here' >> notes.md")}}, true)
-		if r.exit != 0 {
+		r := runGemini(t, agentcli.Loop{Lead: geminiLead, Repeat: geminiLoop, Obeys: true, MaxRepeats: 60, Then: geminiThen}, true)
+		o := measureLoop(t, r, len(geminiLead))
+		t.Logf("obeying model: %+v", o)
+		if r.exit != 0 || r.killed() {
 			t.Fatalf("want the agent to finish by itself (exit 0), got %s", r)
 		}
-		if r.loopRuns > maxLoopRunsWithoutResults {
-			t.Errorf("the loop's call ran %d times, want ≤ %d\n%s", r.loopRuns, maxLoopRunsWithoutResults, r)
+		if o.heardAfter == 0 {
+			t.Errorf("the supervisor's word never reached the model\n%s", r)
 		}
-		if !strings.Contains(r.supLog, "exited by itself with code 0; its hook blocked ") || strings.Contains(r.supLog, "its hook blocked 0 calls") {
-			t.Errorf("want the hook to have blocked the loop's calls\n%s", r)
+		if r.loopRuns > maxLoopRunsNoHook {
+			t.Errorf("the loop's call ran %d times, want ≤ %d\n%s", r.loopRuns, maxLoopRunsNoHook, r)
 		}
-		if strings.Contains(r.supLog, "stopping agent group") {
-			t.Errorf("an obeying agent was killed\n%s", r)
-		}
-		if strings.Contains(r.supLog, "kill ") && strings.Contains(r.supLog, " held:") && !strings.Contains(r.supLog, "withdrawn: the model changed course") {
-			t.Errorf("a held kill was not withdrawn\n%s", r)
-		}
-		// The model read the hook's reason as the result of its call.
-		saw := false
-		for _, e := range r.model.Exchanges() {
-			if strings.Contains(e.Conversation.Last().Content, agentcli.BlockedMarker) && e.Conversation.Last().IsError {
-				saw = true
-			}
-		}
-		if !saw {
-			t.Errorf("the model never saw the hook's reason as a failed call\n%s", r)
-		}
-		t.Logf("obeying model: the loop's call ran %d times", r.loopRuns)
 	})
-	t.Run("a model that ignores the nudge is killed", func(t *testing.T) {
+	t.Run("a model that ignores the nudge is blocked, then killed", func(t *testing.T) {
 		t.Parallel()
 		r := runGemini(t, agentcli.Loop{Lead: geminiLead, Repeat: geminiLoop, MaxRepeats: 60}, true)
+		o := measureLoop(t, r, len(geminiLead))
+		t.Logf("ignoring model: %+v; result %s", o, r.result)
 		if r.exit != 86 {
 			t.Fatalf("want exit 86 (killed on a verified loop kill), got %s", r)
 		}
-		if r.loopRuns > maxLoopRunsWithoutResults {
-			t.Errorf("the loop's call ran %d times, want ≤ %d\n%s", r.loopRuns, maxLoopRunsWithoutResults, r)
+		if o.blocked != 3 {
+			t.Errorf("the hook blocked %d calls, want 3\n%s", o.blocked, r)
 		}
-		t.Logf("ignoring model: the loop's call ran %d times; result %s", r.loopRuns, r.result)
 	})
 }
