@@ -1,0 +1,259 @@
+//go:build unix
+
+package e2e
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/agentcli"
+)
+
+// Healthy sessions that look like loops to a naive detector: the same test
+// command again and again while the code changes, a re-run, CI polled with
+// sleeps, a background job polled until done. Under the supervisor with
+// its hook, none may have a call blocked or be killed.
+
+// toolset writes a session in one CLI's tool names.
+type toolset struct {
+	shell func(command string) agentcli.Turn
+	write func(path, content string) agentcli.Turn
+	read  func(path string) agentcli.Turn
+	edit  func(path, old, new string) agentcli.Turn
+}
+
+var claudeTools = toolset{
+	shell: agentcli.Bash,
+	write: func(path, content string) agentcli.Turn {
+		return agentcli.Call("Write", map[string]any{"file_path": path, "content": content})
+	},
+	read: func(path string) agentcli.Turn { return agentcli.Call("Read", map[string]any{"file_path": path}) },
+	edit: func(path, old, new string) agentcli.Turn {
+		return agentcli.Call("Edit", map[string]any{"file_path": path, "old_string": old, "new_string": new})
+	},
+}
+
+var geminiTools = toolset{
+	shell: agentcli.Shell,
+	write: func(path, content string) agentcli.Turn {
+		return agentcli.Call("write_file", map[string]any{"file_path": path, "content": content})
+	},
+	read: func(path string) agentcli.Turn { return agentcli.Call("read_file", map[string]any{"file_path": path}) },
+	edit: func(path, old, new string) agentcli.Turn {
+		return agentcli.Call("replace", map[string]any{"file_path": path, "old_string": old, "new_string": new,
+			"instruction": "Replace " + old + " with " + new + " in " + path + "."})
+	},
+}
+
+// The project every fix-and-test session works on: add() subtracts; the
+// unit test fails with the same text until it adds; the linter fails with
+// the same text until add has a doc comment; the flaky test fails its
+// first run only.
+const (
+	addGo   = "package calc\n\n// v0\nfunc add(a, b int) int { return a - b }\n"
+	unitSh  = "#!/bin/sh\nif grep -q 'a + b' add.go; then echo 'ok  calc 0.01s'; else echo '--- FAIL: TestAdd: add(2, 3) = -1, want 5'; echo 'FAIL calc'; exit 1; fi\n"
+	lintSh  = "#!/bin/sh\nif grep -q '^// add ' add.go; then echo 'lint: clean'; else echo 'add.go:4:1: exported func add should have a comment starting with \"add \"'; exit 1; fi\n"
+	flakySh = "#!/bin/sh\nn=$(cat .runs 2>/dev/null || echo 0); n=$((n+1)); echo $n > .runs\nif [ $n -eq 1 ]; then echo '--- FAIL: TestStore: dial tcp 127.0.0.1:5432: connection refused'; exit 1; fi\necho 'ok  store 0.42s'\n"
+)
+
+// setupProject writes the project's files and makes the scripts runnable.
+func setupProject(ts toolset) []agentcli.Turn {
+	return []agentcli.Turn{
+		ts.write("add.go", addGo),
+		ts.write("unit.sh", unitSh),
+		ts.write("lint.sh", lintSh),
+		ts.write("flaky.sh", flakySh),
+		ts.shell("chmod +x unit.sh lint.sh flaky.sh && ls"),
+		ts.read("add.go"),
+	}
+}
+
+// healthyScenario is one healthy session, written for a toolset.
+type healthyScenario struct {
+	name  string
+	model func(ts toolset) agentcli.Model
+}
+
+const healthyDone = "All done."
+
+var fixAndTest = []healthyScenario{
+	{"the same failing test re-run once, then edit and test", func(ts toolset) agentcli.Model {
+		turns := append(setupProject(ts),
+			ts.shell("./unit.sh"),
+			ts.shell("./unit.sh"),
+			ts.edit("add.go", "a - b", "a + b"),
+			ts.shell("./unit.sh"),
+		)
+		return agentcli.Script(healthyDone, turns...)
+	}},
+	{"edit and test five times with the same failure each time", func(ts toolset) agentcli.Model {
+		turns := setupProject(ts)
+		for i := 1; i <= 5; i++ {
+			turns = append(turns,
+				ts.edit("add.go", fmt.Sprintf("// v%d", i-1), fmt.Sprintf("// v%d", i)),
+				ts.shell("./unit.sh"))
+		}
+		turns = append(turns, ts.edit("add.go", "a - b", "a + b"), ts.shell("./unit.sh"))
+		return agentcli.Script(healthyDone, turns...)
+	}},
+	{"a re-run after a flaky pass", func(ts toolset) agentcli.Model {
+		turns := append(setupProject(ts),
+			ts.edit("add.go", "a - b", "a + b"),
+			ts.shell("./flaky.sh"),
+			ts.shell("./flaky.sh"),
+			ts.shell("./flaky.sh"),
+			ts.shell("./unit.sh"),
+		)
+		return agentcli.Script(healthyDone, turns...)
+	}},
+	{"two test commands alternating", func(ts toolset) agentcli.Model {
+		turns := setupProject(ts)
+		for i := 1; i <= 4; i++ {
+			turns = append(turns,
+				ts.edit("add.go", fmt.Sprintf("// v%d", i-1), fmt.Sprintf("// v%d", i)),
+				ts.shell("./unit.sh"),
+				ts.shell("./lint.sh"))
+		}
+		turns = append(turns,
+			ts.edit("add.go", "// v4\nfunc add(a, b int) int { return a - b }", "// add returns a+b.\nfunc add(a, b int) int { return a + b }"),
+			ts.shell("./unit.sh"),
+			ts.shell("./lint.sh"))
+		return agentcli.Script(healthyDone, turns...)
+	}},
+}
+
+// ciPolls is how many times the CI status script answers in_progress
+// before it answers success: more than the 5 identical calls the kill
+// rule counts.
+const ciPolls = 6
+
+// ciSh prints the CI run's status as `gh run view --json` would.
+var ciSh = fmt.Sprintf("#!/bin/sh\nn=$(cat .polls 2>/dev/null || echo 0); n=$((n+1)); echo $n > .polls\n"+
+	"if [ $n -le %d ]; then echo '{\"status\":\"in_progress\",\"conclusion\":\"\"}'; else echo '{\"status\":\"completed\",\"conclusion\":\"success\"}'; fi\n", ciPolls)
+
+// ciPolling pushes, then polls CI with a short sleep until it completes,
+// then merges.
+func ciPolling(ts toolset) agentcli.Model {
+	lead := []agentcli.Turn{
+		ts.write("ci.sh", ciSh),
+		ts.shell("chmod +x ci.sh && git init -q . && git add -A && git -c user.name=t -c user.email=t@example.com commit -qm 'fix add' && echo pushed"),
+	}
+	poll := ts.shell("sleep 2 && ./ci.sh")
+	return agentcli.ModelFunc(func(c agentcli.Conversation) agentcli.Turn {
+		n := len(c.Results)
+		if n < len(lead) {
+			return lead[n]
+		}
+		switch last := c.Last().Content; {
+		case strings.Contains(last, "merged"):
+			return agentcli.Done(healthyDone)
+		case strings.Contains(last, `"completed"`):
+			return ts.shell("echo merged > STATUS && cat STATUS")
+		}
+		if n-len(lead) > 3*ciPolls {
+			return agentcli.Done("gave up polling")
+		}
+		return poll
+	})
+}
+
+// buildSh is a build that takes about 8 s and reports each step.
+const buildSh = "#!/bin/sh\nfor i in 1 2 3 4 5 6 7 8; do echo \"build step $i/8\"; sleep 1; done; echo 'BUILD DONE'\n"
+
+// claudeBackgroundJob starts the build with Claude Code's background Bash
+// and polls its output with Read, as the CLI tells the model to (2.1.332
+// has no output tool of its own), a short sleep between polls, until the
+// build is done.
+func claudeBackgroundJob() agentcli.Model {
+	lead := []agentcli.Turn{
+		claudeTools.write("build.sh", buildSh),
+		agentcli.Bash("chmod +x build.sh"),
+		{Tool: &agentcli.ToolUse{Name: "Bash", Input: map[string]any{"command": "./build.sh", "description": "Build the project", "run_in_background": true}}},
+	}
+	outputFile := regexp.MustCompile(`/\S+\.output`)
+	return agentcli.ModelFunc(func(c agentcli.Conversation) agentcli.Turn {
+		n := len(c.Results)
+		if n < len(lead) {
+			return lead[n]
+		}
+		if strings.Contains(c.Last().Content, "BUILD DONE") {
+			return agentcli.Done(healthyDone)
+		}
+		if n-len(lead) > 40 {
+			return agentcli.Done("gave up polling")
+		}
+		out := outputFile.FindString(c.Results[len(lead)-1].Content)
+		if out == "" {
+			return agentcli.Done("no output file in the background call's result")
+		}
+		if (n-len(lead))%2 == 0 {
+			return claudeTools.read(out)
+		}
+		return agentcli.Bash("sleep 2 && echo waited")
+	})
+}
+
+// checkHealthy fails t unless the run ended by itself after its whole
+// script with no call blocked and no kill decided, and logs what the
+// collector and the hook did say.
+func checkHealthy(t *testing.T, r agentRun) {
+	t.Helper()
+	if r.exit != 0 || r.killed() {
+		t.Fatalf("want the healthy agent to finish by itself (exit 0), got %s", r)
+	}
+	if n := r.blocked(); n != 0 {
+		t.Errorf("the hook blocked %d calls of a healthy session, want 0\n%s", n, r)
+	}
+	if n := r.stuckKills(); n != 0 {
+		t.Errorf("the collector decided %d kills on a healthy session\n%s", n, r)
+	}
+	ex := r.model.Exchanges()
+	calls := 0
+	for _, e := range ex {
+		if e.Turn.Tool != nil {
+			calls++
+		}
+	}
+	if len(ex) == 0 || ex[len(ex)-1].Turn.Tool != nil || ex[len(ex)-1].Turn.Text != healthyDone {
+		t.Errorf("the session did not finish its script (%d calls)\n%s", calls, r)
+	}
+	var verdicts []string
+	for _, tr := range r.transitions(t, 0) {
+		verdicts = append(verdicts, fmt.Sprintf("%s->%s %s at call %d", tr.From, tr.To, tr.Reason, tr.CallIndex))
+	}
+	t.Logf("%d calls, 0 blocked, no kill; verdicts %v; nudged after result %d (0: never)", calls, verdicts, r.heardAt())
+}
+
+func TestClaudeCodeHealthySessionsAreNeverBlocked(t *testing.T) {
+	t.Parallel()
+	for _, sc := range fixAndTest {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			checkHealthy(t, runClaude(t, sc.model(claudeTools), httpHook))
+		})
+	}
+	t.Run("CI polled with a short sleep until it completes", func(t *testing.T) {
+		t.Parallel()
+		checkHealthy(t, runClaude(t, ciPolling(claudeTools), httpHook))
+	})
+	t.Run("a background job polled until done", func(t *testing.T) {
+		t.Parallel()
+		checkHealthy(t, runClaude(t, claudeBackgroundJob(), httpHook))
+	})
+}
+
+func TestGeminiCLIHealthySessionsAreNeverBlocked(t *testing.T) {
+	t.Parallel()
+	for _, sc := range fixAndTest {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			checkHealthy(t, runGemini(t, sc.model(geminiTools), true))
+		})
+	}
+	t.Run("CI polled with a short sleep until it completes", func(t *testing.T) {
+		t.Parallel()
+		checkHealthy(t, runGemini(t, ciPolling(geminiTools), true))
+	})
+}
