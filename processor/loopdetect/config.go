@@ -77,6 +77,7 @@ func (c *Config) engineConfig() engine.Config {
 func (c *Config) keys() extract.Keys {
 	k := c.Attributes
 	k.Session = c.Session.Keys
+	k.Waits = c.ImplicitWait
 	return k
 }
 

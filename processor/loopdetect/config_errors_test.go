@@ -33,6 +33,10 @@ func TestConfigErrorsNameKeyAndValue(t *testing.T) {
 		{"unknown kill reason", map[string]any{"kill": map[string]any{"reasons": []any{"bored"}}}, []string{"kill.reasons", `"bored"`}},
 		{"zero tick", map[string]any{"tick_interval": "0s"}, []string{"tick_interval", "0s"}},
 		{"tolerance of one", map[string]any{"retry": map[string]any{"tolerance": 1}}, []string{"retry.tolerance", "got 1"}},
+		{"no implicit wait polls", map[string]any{"implicit_wait": map[string]any{"max_polls": 0}}, []string{"implicit_wait.max_polls", "got 0"}},
+		{"implicit wait duration without unit", map[string]any{"implicit_wait": map[string]any{"max_duration": "30"}}, []string{"implicit_wait.max_duration", `"30"`}},
+		{"negative per-tool implicit wait", map[string]any{"implicit_wait": map[string]any{"tools": map[string]any{"Bash": map[string]any{"max_duration": "-1m"}}}},
+			[]string{"implicit_wait.tools.Bash.max_duration", "-1m0s"}},
 		{"session under attributes", map[string]any{"attributes": map[string]any{"session": []any{"gen_ai.conversation.id"}}},
 			[]string{"attributes.session", "gen_ai.conversation.id", "session.keys"}},
 	} {

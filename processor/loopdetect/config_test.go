@@ -160,3 +160,27 @@ func TestRequireDigestKey(t *testing.T) {
 	assert.NotContains(t, err.Error(), key)
 	assert.NotContains(t, err.Error(), "digest_key")
 }
+
+// TestImplicitWaitConfigReachesTheExtractor: implicit_wait decodes, with
+// its per-tool overrides, and the extractor's keys carry it, so the calls
+// read as polls are the ones the engine grants leases.
+func TestImplicitWaitConfigReachesTheExtractor(t *testing.T) {
+	cfg := createDefaultConfig()
+	require.NoError(t, confmap.NewFromStringMap(map[string]any{"implicit_wait": map[string]any{
+		"max_duration": "45m",
+		"status_tools": []any{map[string]any{"tool": "job_status", "id_key": "job"}},
+		"tools": map[string]any{
+			"Bash":              map[string]any{"max_polls": 120},
+			"run_shell_command": map[string]any{"enabled": false},
+		},
+	}}).Unmarshal(cfg))
+	require.NoError(t, confmap.Validate(cfg))
+	iw := cfg.ImplicitWait
+	require.Equal(t, 45*time.Minute, iw.MaxDuration)
+	require.Equal(t, 60, iw.MaxPolls, "unset keys keep their defaults")
+	require.Equal(t, []engine.StatusTool{{Tool: "job_status", IDKey: "job"}}, iw.StatusTools)
+	require.Equal(t, 120, iw.Tools["Bash"].MaxPolls)
+	require.NotNil(t, iw.Tools["run_shell_command"].Enabled)
+	require.False(t, *iw.Tools["run_shell_command"].Enabled)
+	require.Equal(t, iw, cfg.keys().Waits)
+}

@@ -32,9 +32,10 @@ type Config struct {
 	FailureStreak        FailureStreakConfig       `mapstructure:"failure_streak"`
 	BackstopConfig       `mapstructure:",squash"`
 	HysteresisConfig     `mapstructure:",squash"`
-	Retry                RetryConfig `mapstructure:"retry"`
-	Lease                LeaseConfig `mapstructure:"lease"`
-	Kill                 KillPolicy  `mapstructure:"kill"`
+	Retry                RetryConfig        `mapstructure:"retry"`
+	Lease                LeaseConfig        `mapstructure:"lease"`
+	ImplicitWait         ImplicitWaitConfig `mapstructure:"implicit_wait"`
+	Kill                 KillPolicy         `mapstructure:"kill"`
 
 	// DigestKey keys the digests that leave the process. Not a YAML key
 	// here: the processor reads it as an opaque string (digest_key) so it
@@ -58,6 +59,7 @@ func DefaultConfig() Config {
 		HysteresisConfig:     defaultHysteresis(),
 		Retry:                defaultRetry(),
 		Lease:                defaultLease(),
+		ImplicitWait:         defaultImplicitWait(),
 		Kill:                 defaultKill(),
 	}
 }
@@ -89,6 +91,7 @@ func (c *Config) Check() error {
 		c.HysteresisConfig.check(),
 		c.Retry.check(),
 		c.Lease.check(),
+		c.ImplicitWait.check(),
 		c.Kill.check(),
 	)
 	return errors.Join(errs...)

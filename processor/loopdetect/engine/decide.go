@@ -105,7 +105,7 @@ func (w *window) frequent() (count, first int) {
 		w.done |= doneFrequent
 		w.freqCount, w.freqFirst = 0, 0 // reset keeps the last session's
 		if w.e.cfg.FrequentIdentical.Threshold > 0 {
-			w.freqCount, w.freqFirst = w.e.frequent(w.h, false, w.e.cfg.FrequentIdentical.Window)
+			w.freqCount, w.freqFirst = w.e.frequent(w.h, false, w.e.cfg.FrequentIdentical.Window, w.s.excusedFrom(len(w.h), w.now))
 		}
 	}
 	return w.freqCount, w.freqFirst

@@ -44,7 +44,9 @@ type Stats struct {
 	Evicted atomic.Int64
 	// Expired counts sessions dropped after IdleTimeout.
 	Expired atomic.Int64
-	// LeasesRejected counts leases not honoured (renewal limit, owner change).
+	// LeasesRejected counts leases not honoured (renewal limit, owner
+	// change), implicit ones included (a job whose lease ran out polled
+	// again, a third job at once, the renewal limit).
 	LeasesRejected atomic.Int64
 }
 
@@ -143,6 +145,7 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 		return out
 	case dedupUpgraded:
 		e.stats.Duplicates.Add(1)
+		e.noteWait(s, c, nowNs) // the twin may be the one with the result
 		return e.evaluate(sh, s, nowNs, TriggerCall, c.SpanID, out)
 	}
 	pos, outOfOrder := s.insert(&rec, e.cfg.HistorySize)
@@ -168,7 +171,22 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 	if !s.noteLease(c.Lease, e.cfg.Lease.MaxRenewals, nowNs) {
 		e.stats.LeasesRejected.Add(1)
 	}
+	e.noteWait(s, c, nowNs)
 	return e.evaluate(sh, s, nowNs, TriggerCall, c.SpanID, out)
+}
+
+// noteWait notes the job c polls, if any: one comparison for a call that
+// polls nothing.
+func (e *Engine) noteWait(s *session, c *ToolCall, now int64) {
+	if c.Wait.Owner == 0 || !e.cfg.ImplicitWait.Enabled {
+		return
+	}
+	if c.Failed {
+		return // a failed poll says nothing of its job
+	}
+	if s.noteWait(&c.Wait, c.Tool, &e.cfg.ImplicitWait, now) == waitRejected {
+		e.stats.LeasesRejected.Add(1)
+	}
 }
 
 // fillRecord writes c's history record into rec, all but the tool's id
@@ -238,14 +256,14 @@ func (e *Engine) tickShard(sh *shard, nowNs int64, out []Transition) []Transitio
 	sh.tab.each(func(_ uint32, s *session) {
 		// A session waiting on a lease is kept until the lease's expiry
 		// has been judged, however long the wait.
-		if s.lastSeen < limit && !s.leaseValid(nowNs) && (s.state != StateWaiting || s.x == nil || !s.x.lease.active) {
+		if s.lastSeen < limit && !s.leaseValid(nowNs) && (s.state != StateWaiting || s.x == nil || (!s.x.lease.active && !s.waitHeld())) {
 			sh.tab.removeSession(e, s)
 			e.stats.Expired.Add(1)
 			e.stats.Sessions.Add(-1)
 			return
 		}
 		oldest = min(oldest, s.lastSeen)
-		leaseEnded := s.state == StateWaiting && !s.leaseValid(nowNs)
+		leaseEnded := s.state == StateWaiting && !s.leaseValid(nowNs) && s.waitCovered(nowNs) == nil
 		backstop := e.cfg.Backstop > 0 && s.firstSeen > 0 && nowNs-s.firstSeen >= int64(e.cfg.Backstop) && (s.x == nil || !s.x.loop.backstop)
 		if leaseEnded || backstop {
 			out = e.evaluate(sh, s, nowNs, TriggerTick, [8]byte{}, out)

@@ -10,6 +10,7 @@ var reasonDocs = [...]struct {
 	ReasonNoLoop:              {StateWorking, "nothing loop-shaped in the history"},
 	ReasonProgress:            {StateWorking, "loop-shaped, but the fingerprint changed"},
 	ReasonLease:               {StateWaiting, "a valid wait lease covers the repetition"},
+	ReasonImplicitLease:       {StateWaiting, "the repetition's newest call is a poll that itself waits (`sleep 30 && gh run view …`, `kubectl rollout status`, a background job's status tool) and its result reports the job pending (`in_progress`, `queued`, a rollout \"Waiting for\", HTTP 202…): an implicit lease, 30 min from the job's first poll or 60 polls"},
 	ReasonRetryPolicy:         {StateRetrying, "retryable failures inside the policy"},
 	ReasonTerminalReread:      {StateStuck, "the same read, in a row, returns the same terminal result (`state`/`status` = complete, succeeded, done, failed… at the top of the result): an agent re-read a completed async task's result again and again; at once, never delayed by hysteresis"},
 	ReasonFrequentIdentical:   {StateStuck, "≥ 5 of the last 10 calls have the same signature and the calls between them bring nothing new: no new action, no new result (the 1,972-call incident; a fix-and-test cycle, a new edit before each run of the same test, is progress; the first B of A-B-A-B only starts the cycle); holds with no results recorded"},

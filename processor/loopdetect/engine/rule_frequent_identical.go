@@ -41,10 +41,11 @@ func (frequentIdenticalRule) explain(b *strings.Builder, _ *window, v verdict) {
 // new. A fix-and-test cycle (a new edit, then the same failing test) is
 // progress however often the test repeats; the same call back to back, or
 // an A-B-A-B cycle with unchanged results, is not. Ties go to the run that
-// started first.
-func (e *Engine) frequent(h []record, lowConf bool, window int) (count, first int) {
+// started first. Calls before from are not counted: polls an implicit lease
+// excused (session.excusedFrom).
+func (e *Engine) frequent(h []record, lowConf bool, window, from int) (count, first int) {
 	n := len(h)
-	lo := max(0, n-window)
+	lo := max(0, n-window, from)
 	for i := n - 1; i >= lo; i-- {
 		if h[i].has(fLowConf) != lowConf {
 			continue

@@ -17,7 +17,7 @@ func (nameOnlyThresholdRule) evaluate(w *window, v *verdict) bool {
 	if threshold <= 0 {
 		return false
 	}
-	c, f := w.e.frequent(w.h, true, len(w.h))
+	c, f := w.e.frequent(w.h, true, len(w.h), 0)
 	if c < threshold {
 		return false
 	}

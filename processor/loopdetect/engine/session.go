@@ -170,6 +170,8 @@ type sessionExtras struct {
 	errClass string
 	errText  string
 	streak   failureStreak
+	// wait holds the implicit leases, from the session's first poll.
+	wait *implicitWaits
 }
 
 func (s *session) extras() *sessionExtras {

@@ -78,7 +78,7 @@ func (e *Engine) evaluate(sh *shard, s *session, now int64, trig Trigger, span [
 	if loop != nil {
 		fillLoopDelay(s, n, loop, v, now, trig, &t)
 	}
-	t.Explanation = explain(w, *v, from, trig)
+	t.Explanation = explain(w, *v, from, trig, now)
 	s.fillTokens(loop, &t)
 	return append(out, t)
 }
@@ -133,10 +133,14 @@ func (e *Engine) describeEvidence(sh *shard, s *session, v verdict, t *Transitio
 
 // explain is the rule's own explanation, prefixed by the expired lease a
 // timer transition out of waiting follows.
-func explain(w *window, v verdict, from State, trig Trigger) string {
+func explain(w *window, v verdict, from State, trig Trigger, now int64) string {
 	var b strings.Builder
-	if from == StateWaiting && trig == TriggerTick {
+	switch {
+	case from != StateWaiting || v.state == StateWaiting:
+	case trig == TriggerTick && !w.s.waitHeld():
 		fmt.Fprintf(&b, "wait lease of %q expired; ", w.s.x.lease.owner)
+	default:
+		explainRunOut(&b, w.s, trig, now)
 	}
 	if v.by != nil {
 		v.by.explain(&b, w, v)

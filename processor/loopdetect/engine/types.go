@@ -72,13 +72,16 @@ const (
 	ReasonFailureStreak
 	// ReasonUnknownTool: calls of a tool that does not exist, again and again (stuck).
 	ReasonUnknownTool
+	// ReasonImplicitLease: a poll that itself waits, on a job its result
+	// reports pending, covers the repetition (waiting).
+	ReasonImplicitLease
 )
 
 var reasonNames = [...]string{
 	"", "no_loop", "progress", "lease", "retry_policy", "periodic_loop", "unchanged_result",
 	"terminal_reread", "frequent_identical", "backstop", "non_retryable_error", "backoff_collapsed",
 	"retry_exhausted", "missing_fingerprint", "name_only", "long_cycle", "cycle_without_results",
-	"failure_streak", "unknown_tool",
+	"failure_streak", "unknown_tool", "implicit_lease",
 }
 
 func (r Reason) String() string {
@@ -240,6 +243,10 @@ type ToolCall struct {
 	Policy RetryPolicy
 	// Lease is the wait lease from the span, if any.
 	Lease Lease
+	// Wait is the job the call polls, when it waits itself or is a status
+	// tool's (WaitReader); the engine grants it an implicit lease while the
+	// job is pending.
+	Wait Wait
 	// Agent is the agent name; Client the recognised client shape.
 	Agent  string
 	Client string

@@ -87,8 +87,10 @@ type Span interface {
 
 // Extractor holds the compiled key lists. It is safe for concurrent use.
 type Extractor struct {
-	keys  Keys
-	norm  *engine.Normalizer
+	keys Keys
+	norm *engine.Normalizer
+	// waits recognises polls (nil: implicit waits off).
+	waits *engine.WaitReader
 	skip  map[string]struct{}
 	tab   attrTable
 	slots roleSlots
@@ -96,7 +98,7 @@ type Extractor struct {
 
 // New compiles keys and the normalizer into an Extractor.
 func New(keys Keys, norm *engine.Normalizer) *Extractor {
-	x := &Extractor{keys: keys, norm: norm, skip: make(map[string]struct{})}
+	x := &Extractor{keys: keys, norm: norm, skip: make(map[string]struct{}), waits: engine.NewWaitReader(keys.Waits)}
 	for _, n := range keys.SkipToolNames {
 		x.skip[n] = struct{}{}
 	}
@@ -384,6 +386,11 @@ func extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall, declare
 		c.Fingerprint, c.FingerprintSource, c.Terminal = r.Digest, engine.FingerprintResult, r.Terminal
 		// Results are often plain text ("[main 1a2b] commit"): only
 		// malformed arguments, which are JSON by contract, are counted.
+	}
+	// One check for most calls: a poll's tool is a shell or a status tool.
+	if x.waits.MayPoll(c.Tool) && argsOK && !argsCut {
+		readable := resultOK && !resultCut
+		c.Wait = x.waits.Read(c.Tool, args, c.Args == engine.ArgsJSON, result, readable, c.Failed)
 	}
 	if !evidence(x, &a, c) {
 		out.BadEvidence = true

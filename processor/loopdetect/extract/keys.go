@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
 )
 
 // Match tests one span attribute: Key equals Value (case-insensitively)
@@ -145,6 +147,11 @@ type Keys struct {
 	WaitOwner            string `mapstructure:"wait_owner"`
 	WaitDeadline         string `mapstructure:"wait_deadline"`
 	WaitReason           string `mapstructure:"wait_reason"`
+
+	// Waits says which calls are polls the engine may grant an implicit
+	// lease (engine.WaitReader). Not a key list: the processor sets it
+	// from its implicit_wait settings, which the engine applies too.
+	Waits engine.ImplicitWaitConfig `mapstructure:"-"`
 }
 
 // DefaultKeys returns the recognised frameworks' key lists and the product's evidence
@@ -272,6 +279,8 @@ func DefaultKeys() Keys {
 		WaitOwner:            "loopdetect.wait.owner",
 		WaitDeadline:         "loopdetect.wait.deadline",
 		WaitReason:           "loopdetect.wait.reason",
+
+		Waits: engine.DefaultImplicitWait(),
 	}
 }
 

@@ -136,6 +136,7 @@ func New(opts ...Option) (*Processor, error) {
 	if o.sessionSet {
 		o.keys.Session = o.sessionKeys
 	}
+	o.keys.Waits = o.engine.ImplicitWait // the polls the engine grants implicit leases
 	if err := o.validate(); err != nil {
 		return nil, errors.Join(errors.New("sdkprocessor"), err)
 	}
