@@ -104,7 +104,30 @@ func (p ClaudeProject) InstallHooks(t testing.TB, hooks ...ClaudeHook) {
 // Env is the environment of a headless Claude Code run against model,
 // with its logs sent to the OTLP/HTTP endpoint otlp (none when empty).
 func (p ClaudeProject) Env(model *Server, otlp string) []string {
-	env := []string{
+	env := p.baseEnv(model)
+	if otlp != "" {
+		env = append(env, otlpEnv(otlp)...)
+		env = append(env, "OTEL_LOGS_EXPORTER=otlp")
+	}
+	return env
+}
+
+// TracesEnv is the environment of a headless Claude Code run against
+// model with its traces beta and tool content on, instead of its logs,
+// sent to otlp: each call is a claude_code.tool span whose tool.output
+// event carries the call's result, the only telemetry of Claude Code that
+// does (its tool_result records carry sizes). With both on, a call's
+// record and span reach the collector apart and are judged one at a time.
+func (p ClaudeProject) TracesEnv(model *Server, otlp string) []string {
+	return append(p.baseEnv(model), append(otlpEnv(otlp),
+		"CLAUDE_CODE_ENHANCED_TELEMETRY_BETA=1",
+		"OTEL_TRACES_EXPORTER=otlp",
+		"OTEL_LOG_TOOL_CONTENT=1",
+	)...)
+}
+
+func (p ClaudeProject) baseEnv(model *Server) []string {
+	return []string{
 		"HOME=" + p.Home,
 		"PATH=" + os.Getenv("PATH"),
 		"ANTHROPIC_BASE_URL=" + model.URL,
@@ -112,16 +135,15 @@ func (p ClaudeProject) Env(model *Server, otlp string) []string {
 		"DISABLE_AUTOUPDATER=1",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 	}
-	if otlp != "" {
-		env = append(env,
-			"CLAUDE_CODE_ENABLE_TELEMETRY=1",
-			"OTEL_LOGS_EXPORTER=otlp",
-			"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
-			"OTEL_EXPORTER_OTLP_ENDPOINT="+otlp,
-			"OTEL_LOG_TOOL_DETAILS=1",
-		)
+}
+
+func otlpEnv(otlp string) []string {
+	return []string{
+		"CLAUDE_CODE_ENABLE_TELEMETRY=1",
+		"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+		"OTEL_EXPORTER_OTLP_ENDPOINT=" + otlp,
+		"OTEL_LOG_TOOL_DETAILS=1",
 	}
-	return env
 }
 
 // ClaudeArgs is `claude -p prompt` in stream-json, with the tools the scripted

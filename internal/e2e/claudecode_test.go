@@ -82,7 +82,7 @@ type agentSetup func(t *testing.T, dir, hook, otlp string) (model *agentcli.Serv
 func runAgent(t *testing.T, setup agentSetup, hookCmd string, supArgs ...string) agentRun {
 	t.Helper()
 	_, supBin, _ := binaries(t)
-	dir := t.TempDir()
+	dir := runDir(t)
 	secret := testproc.NewSecret(t)
 	killPort := testproc.FreePort(t)
 	col := startLocalCollector(t, dir, killPort, secret)
@@ -124,6 +124,22 @@ func runAgent(t *testing.T, setup agentSetup, hookCmd string, supArgs ...string)
 	return r
 }
 
+// runDir is a run's directory: the test's own, or with LOOP_E2E_KEEP=1 one
+// that outlives the test (the collector's file, the processes' logs, the
+// project), for reading a run afterwards.
+func runDir(t *testing.T) string {
+	t.Helper()
+	if os.Getenv("LOOP_E2E_KEEP") != "1" {
+		return t.TempDir()
+	}
+	dir, err := os.MkdirTemp("", "loop-e2e-run-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("LOOP_E2E_KEEP: this run's files stay in %s", dir)
+	return dir
+}
+
 // supervisorHook is how a Claude Code run's hook reaches the supervisor.
 type supervisorHook string
 
@@ -147,8 +163,17 @@ func (h supervisorHook) String() string {
 	return "no hook"
 }
 
-// runClaude runs Claude Code on model under the supervisor.
+// runClaude runs Claude Code on model under the supervisor, its logs going
+// to the collector.
 func runClaude(t *testing.T, model agentcli.Model, hook supervisorHook, supArgs ...string) agentRun {
+	t.Helper()
+	return runClaudeTelemetry(t, model, hook, false, supArgs...)
+}
+
+// runClaudeTelemetry is runClaude, with Claude Code's traces beta and tool
+// content on instead of its logs when traces is set: the telemetry that
+// carries the calls' results, which a poll's verdict needs.
+func runClaudeTelemetry(t *testing.T, model agentcli.Model, hook supervisorHook, traces bool, supArgs ...string) agentRun {
 	t.Helper()
 	claude := agentcli.ClaudeBin(t)
 	return runAgent(t, func(t *testing.T, dir, hook, otlp string) (*agentcli.Server, string, []string, []string) {
@@ -164,7 +189,11 @@ func runClaude(t *testing.T, model agentcli.Model, hook supervisorHook, supArgs 
 		case hook != "":
 			proj.InstallHooks(t, agentcli.ClaudeHook{Event: "PreToolUse", Command: hook})
 		}
-		return srv, proj.Dir, proj.Env(srv, otlp), agentcli.ClaudeArgs(claude, "Find the open issues of this repository and summarise them.")
+		env := proj.Env(srv, otlp)
+		if traces {
+			env = proj.TracesEnv(srv, otlp)
+		}
+		return srv, proj.Dir, env, agentcli.ClaudeArgs(claude, "Find the open issues of this repository and summarise them.")
 	}, string(hook), supArgs...)
 }
 
