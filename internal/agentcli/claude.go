@@ -46,11 +46,13 @@ func NewClaudeProject(t testing.TB, dir, hook string) ClaudeProject {
 	return p
 }
 
-// ClaudeHook is one hook in a Claude Code project's settings, for every
-// tool: a command hook (Command) or an HTTP hook (URL).
+// ClaudeHook is one hook in a Claude Code project's settings: a command
+// hook (Command) or an HTTP hook (URL).
 type ClaudeHook struct {
 	// Event is the hook event: PreToolUse, PostToolUse…
 	Event string
+	// Matcher picks the tools it runs for (default "*": every tool).
+	Matcher string
 	// Command is a command hook's command line.
 	Command string
 	// URL is where an HTTP hook posts the event.
@@ -74,11 +76,20 @@ func SupervisorHTTPHook(event, listen string) ClaudeHook {
 }
 
 // InstallHooks writes hooks as the project's .claude/settings.json
-// (replacing earlier ones); the hooks of one event run side by side.
+// (replacing earlier ones); the hooks of one event and matcher run side by
+// side.
 func (p ClaudeProject) InstallHooks(t testing.TB, hooks ...ClaudeHook) {
 	t.Helper()
-	byEvent := map[string][]any{}
+	type group struct {
+		matcher string
+		hooks   []any
+	}
+	byEvent := map[string][]*group{}
 	for _, h := range hooks {
+		matcher := h.Matcher
+		if matcher == "" {
+			matcher = "*"
+		}
 		entry := map[string]any{"type": "command", "command": h.Command}
 		if h.URL != "" {
 			entry = map[string]any{"type": "http", "url": h.URL}
@@ -89,11 +100,25 @@ func (p ClaudeProject) InstallHooks(t testing.TB, hooks ...ClaudeHook) {
 				entry["allowedEnvVars"] = h.AllowedEnvVars
 			}
 		}
-		byEvent[h.Event] = append(byEvent[h.Event], entry)
+		var g *group
+		for _, have := range byEvent[h.Event] {
+			if have.matcher == matcher {
+				g = have
+			}
+		}
+		if g == nil {
+			g = &group{matcher: matcher}
+			byEvent[h.Event] = append(byEvent[h.Event], g)
+		}
+		g.hooks = append(g.hooks, entry)
 	}
 	events := map[string]any{}
-	for ev, entries := range byEvent {
-		events[ev] = []any{map[string]any{"matcher": "*", "hooks": entries}}
+	for ev, groups := range byEvent {
+		var list []any
+		for _, g := range groups {
+			list = append(list, map[string]any{"matcher": g.matcher, "hooks": g.hooks})
+		}
+		events[ev] = list
 	}
 	b, _ := json.MarshalIndent(map[string]any{"hooks": events}, "", "  ")
 	if err := os.WriteFile(filepath.Join(p.Dir, ".claude", "settings.json"), b, 0o644); err != nil {

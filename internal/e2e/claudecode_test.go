@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"os/exec"
@@ -58,8 +59,10 @@ func startLocalCollector(t *testing.T, dir string, killPort int, secret string) 
 
 // agentRun is one supervised agent CLI run and what came of it.
 type agentRun struct {
-	exit      int
-	loopRuns  int // times the loop's command actually ran
+	exit     int
+	loopRuns int // times the loop's command actually ran
+	// loopTimes are when it ran (Unix seconds), when it says.
+	loopTimes []float64
 	model     *agentcli.Server
 	supLog    string
 	result    string
@@ -120,6 +123,13 @@ func runAgent(t *testing.T, setup agentSetup, hookCmd string, supArgs ...string)
 	}
 	if b, err := os.ReadFile(filepath.Join(projDir, "loop-runs")); err == nil {
 		r.loopRuns = strings.Count(string(b), "\n")
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) == 2 {
+				if at, err := strconv.ParseFloat(f[1], 64); err == nil {
+					r.loopTimes = append(r.loopTimes, at)
+				}
+			}
+		}
 	}
 	return r
 }
@@ -285,9 +295,10 @@ func (r agentRun) String() string {
 }
 
 // The incident's loop: `gh issue list` on a machine without gh, the same
-// failing call again and again. The command records each run of itself.
+// failing call again and again. The command records each run of itself,
+// and when.
 var (
-	ghLoop = agentcli.Bash("echo run >> loop-runs; gh issue list")
+	ghLoop = agentcli.Bash("echo run $(date +%s.%N) >> loop-runs; gh issue list")
 	ghLead = []agentcli.Turn{
 		agentcli.Bash("ls -la"),
 		agentcli.Bash("cat README.md 2>/dev/null || echo no readme"),
@@ -337,9 +348,19 @@ func measureLoop(t *testing.T, r agentRun, lead int) loopOutcome {
 	return o
 }
 
+// TestClaudeCodeLoopIsStoppedWithinACall: the incident's loop in Claude
+// Code under the supervisor. With the hook (the README's HTTP hook, and
+// the command hook for CLIs without HTTP hooks) the collector's warn
+// reaches the model as a nudge with its next call: a model that obeys it
+// changes course before the kill point and is never blocked; one that
+// ignores it loops until the engine's kill, then its repeats are blocked
+// (3, --hook-patience 2) and it is killed. Without the hook the kill comes
+// with the export delay: 200 ms (the supervisor's default) against the
+// SDK's 5 s. Each run records its figures (figures_test.go).
 func TestClaudeCodeLoopIsStoppedWithinACall(t *testing.T) {
 	t.Parallel()
-	for _, hook := range []supervisorHook{commandHook, httpHook} {
+	for _, hook := range []supervisorHook{httpHook, commandHook} {
+		key := "claude." + map[supervisorHook]string{httpHook: "http", commandHook: "command"}[hook]
 		t.Run(hook.String()+": a model that obeys the nudge changes course and is not killed", func(t *testing.T) {
 			t.Parallel()
 			r := runClaude(t, agentcli.Loop{Lead: ghLead, Repeat: ghLoop, Obeys: true, MaxRepeats: 60, Then: ghThen}, hook)
@@ -348,15 +369,12 @@ func TestClaudeCodeLoopIsStoppedWithinACall(t *testing.T) {
 			if r.exit != 0 || r.killed() {
 				t.Fatalf("want the agent to finish by itself (exit 0), got %s", r)
 			}
-			if o.blocked != 0 {
-				t.Errorf("the hook blocked %d calls, want none: the nudge comes before any kill\n%s", o.blocked, r)
+			if o.stuckRun == 0 || o.heardAfter == 0 || o.heardAfter != o.runs {
+				t.Errorf("want the collector's warn (stuck at run %d) to reach the model as a nudge with a run of the loop (heard after run %d of %d)\n%s", o.stuckRun, o.heardAfter, o.runs, r)
 			}
-			if o.heardAfter == 0 || o.stuckRun == 0 {
-				t.Errorf("want the collector's warn and its nudge to reach the model (stuck at run %d, heard after %d)\n%s", o.stuckRun, o.heardAfter, r)
-			}
-			if r.loopRuns > maxLoopRuns {
-				t.Errorf("the loop's call ran %d times, want ≤ %d\n%s", r.loopRuns, maxLoopRuns, r)
-			}
+			recordFigure(t, key+".obey.runs", float64(o.runs))
+			recordFigure(t, key+".obey.after_warn", float64(o.afterStuck))
+			recordFigure(t, key+".obey.blocked", float64(o.blocked))
 		})
 		t.Run(hook.String()+": a model that ignores the nudge is blocked, then killed", func(t *testing.T) {
 			t.Parallel()
@@ -366,12 +384,15 @@ func TestClaudeCodeLoopIsStoppedWithinACall(t *testing.T) {
 			if r.exit != 86 {
 				t.Fatalf("want exit 86 (killed on a verified loop kill), got %s", r)
 			}
-			if o.blocked != 3 {
-				t.Errorf("the hook blocked %d calls, want 3 (--hook-patience 2, the 3rd carries the kill out)\n%s", o.blocked, r)
+			if o.killRun == 0 || r.stuckKills() != 1 {
+				t.Errorf("want one kill decided by the collector (at run %d; %d logged)\n%s", o.killRun, r.stuckKills(), r)
 			}
-			if r.loopRuns > maxLoopRuns {
-				t.Errorf("the loop's call ran %d times, want ≤ %d\n%s", r.loopRuns, maxLoopRuns, r)
+			if o.heardAfter == 0 || o.heardAfter > o.killRun+1 {
+				t.Errorf("want the nudge to have reached the model before the kill (heard after run %d, kill at %d)\n%s", o.heardAfter, o.killRun, r)
 			}
+			recordFigure(t, key+".ignore.runs", float64(o.runs))
+			recordFigure(t, key+".ignore.after_kill", float64(o.afterKill))
+			recordFigure(t, key+".ignore.blocked", float64(o.blocked))
 			if hook != commandHook {
 				return
 			}
@@ -389,74 +410,35 @@ func TestClaudeCodeLoopIsStoppedWithinACall(t *testing.T) {
 			}
 		})
 	}
-	for _, export := range []string{"200ms", "0"} {
-		t.Run("no hook, --export-interval "+export, func(t *testing.T) {
-			t.Parallel()
-			r := runClaude(t, agentcli.Loop{Lead: ghLead, Repeat: ghLoop, MaxRepeats: 60}, noHook, "--export-interval", export)
-			o := measureLoop(t, r, len(ghLead))
-			t.Logf("no hook, --export-interval %s: %+v", export, o)
-			if r.exit != 86 {
-				t.Fatalf("want exit 86, got %s", r)
-			}
-		})
-	}
-}
-
-// healthySession is 40 calls of ordinary coding work: reading around,
-// editing, running the tests after every edit (the same command, a
-// different outcome each time as the code changes), a failing then passing
-// build, grepping.
-func healthySession() agentcli.Model {
-	turns := []agentcli.Turn{
-		agentcli.Bash("mkdir -p src && printf 'package main\\n\\nfunc add(a, b int) int { return a - b }\\n' > src/add.go"),
-		agentcli.Bash("printf '#!/bin/sh\\ngrep -q \"a + b\" src/add.go && echo PASS || { echo FAIL: add; exit 1; }\\n' > test.sh && chmod +x test.sh"),
-		agentcli.Bash("ls -la"),
-		agentcli.Bash("./test.sh"),
-		agentcli.Call("Read", map[string]any{"file_path": "src/add.go"}),
-		agentcli.Call("Grep", map[string]any{"pattern": "func ", "path": "src"}),
-	}
-	for i := range 8 {
-		f := fmt.Sprintf("src/f%d.go", i)
-		turns = append(turns,
-			agentcli.Call("Write", map[string]any{"file_path": f, "content": fmt.Sprintf("package main\n\nfunc f%d() int { return %d }\n", i, i)}),
-			agentcli.Bash("./test.sh"),
-			agentcli.Bash(fmt.Sprintf("wc -l %s", f)),
-		)
-	}
-	turns = append(turns,
-		agentcli.Call("Edit", map[string]any{"file_path": "src/add.go", "old_string": "a - b", "new_string": "a + b"}),
-		agentcli.Bash("./test.sh"),
-		agentcli.Bash("git init -q . && git add -A && git commit -qm 'fix add' -c user.name=t -c user.email=t@example.com || true"),
-		agentcli.Bash("ls src | wc -l"),
-		agentcli.Call("Grep", map[string]any{"pattern": "return", "path": "src", "output_mode": "count"}),
-		agentcli.Bash("cat src/add.go"),
-		agentcli.Bash("./test.sh"),
-		agentcli.Bash("for i in 1 2 3; do echo page $i; done"),
-		agentcli.Call("Read", map[string]any{"file_path": "test.sh"}),
-		agentcli.Bash("echo done > STATUS"),
-	)
-	return agentcli.Script("The add bug is fixed and the tests pass.", turns...)
-}
-
-func TestClaudeCodeHealthySessionIsNeverBlocked(t *testing.T) {
-	t.Parallel()
-	r := runClaude(t, healthySession(), commandHook)
-	if r.exit != 0 {
-		t.Fatalf("want the healthy agent to finish by itself (exit 0), got %s", r)
-	}
-	calls := 0
-	for _, e := range r.model.Exchanges() {
-		if e.Turn.Tool != nil {
-			calls++
+	t.Run("no hook, the supervisor's 200 ms export", func(t *testing.T) {
+		t.Parallel()
+		r := runClaude(t, agentcli.Loop{Lead: ghLead, Repeat: ghLoop, MaxRepeats: 60}, noHook)
+		o := measureLoop(t, r, len(ghLead))
+		t.Logf("no hook, 200 ms export: %+v", o)
+		if r.exit != 86 {
+			t.Fatalf("want exit 86, got %s", r)
 		}
-	}
-	if calls != 40 {
-		t.Errorf("the session made %d tool calls, want 40", calls)
-	}
-	if strings.Contains(r.supLog, "verified warn") || blockedCalls(r.supLog) > 0 || !strings.Contains(r.supLog, "its hook blocked 0 calls") {
-		t.Errorf("a healthy session was warned or blocked\n%s", r)
-	}
-	if strings.Contains(r.collector.LogText(), "Agent session stuck") {
-		t.Errorf("the collector found a healthy session stuck\n%s", r)
-	}
+		recordFigure(t, "claude.nohook.export_200ms.runs", float64(o.runs))
+	})
+	t.Run("no hook, the SDK's 5 s export", func(t *testing.T) {
+		t.Parallel()
+		r := runClaude(t, agentcli.Loop{Lead: ghLead, Repeat: ghLoop, MaxRepeats: 60}, noHook, "--export-interval", "0")
+		o := measureLoop(t, r, len(ghLead))
+		if r.exit != 86 {
+			t.Fatalf("want exit 86, got %s", r)
+		}
+		if len(r.loopTimes) != r.loopRuns || r.loopRuns < 2 {
+			t.Fatalf("the loop's %d runs recorded %d times\n%s", r.loopRuns, len(r.loopTimes), r)
+		}
+		pace := (r.loopTimes[len(r.loopTimes)-1] - r.loopTimes[0]) / float64(len(r.loopTimes)-1)
+		t.Logf("no hook, 5 s export: %+v, %.2f s a call", o, pace)
+		// The kill waits for the 5th call's record, held up to 5 s by the
+		// SDK; the calls that fit in that wait (and a second for the
+		// verdict and the kill) run meanwhile.
+		if limit := o.killRun + int(math.Ceil(6/pace)); o.runs > limit {
+			t.Errorf("the loop ran %d times at %.2f s a call; the 5 s export allows %d\n%s", o.runs, pace, limit, r)
+		}
+		recordFigure(t, "claude.nohook.export_5s.runs", float64(o.runs))
+		recordFigure(t, "claude.nohook.export_5s.call_s", math.Round(pace*10)/10)
+	})
 }

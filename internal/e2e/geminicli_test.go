@@ -30,7 +30,7 @@ func runGemini(t *testing.T, model agentcli.Model, withHook bool, supArgs ...str
 
 // The incident's loop in Gemini CLI's tools.
 var (
-	geminiLoop = agentcli.Shell("echo run >> loop-runs; gh issue list")
+	geminiLoop = agentcli.Shell("echo run $(date +%s.%N) >> loop-runs; gh issue list")
 	geminiLead = []agentcli.Turn{
 		agentcli.Shell("ls -la"),
 		agentcli.Shell("cat README.md 2>/dev/null || echo no readme"),
@@ -41,6 +41,12 @@ var (
 // geminiThen is the obeying model's change of course.
 var geminiThen = []agentcli.Turn{agentcli.Shell("echo 'gh is not installed here' >> notes.md")}
 
+// TestGeminiCLILoopIsStoppedWithinACall: the incident's loop in Gemini CLI
+// with its BeforeTool and AfterTool command hooks. Gemini CLI reports no
+// results, so the collector's warn and kill both come at the 5th identical
+// call: the nudge reaches the model with the next call's result
+// (AfterTool) or, when the kill is already held, as the reason of the
+// first blocked repeat. Each run records its figures (figures_test.go).
 func TestGeminiCLILoopIsStoppedWithinACall(t *testing.T) {
 	t.Parallel()
 	t.Run("a model that obeys the nudge changes course and is not killed", func(t *testing.T) {
@@ -54,9 +60,8 @@ func TestGeminiCLILoopIsStoppedWithinACall(t *testing.T) {
 		if o.heardAfter == 0 {
 			t.Errorf("the supervisor's word never reached the model\n%s", r)
 		}
-		if r.loopRuns > maxLoopRunsNoHook {
-			t.Errorf("the loop's call ran %d times, want ≤ %d\n%s", r.loopRuns, maxLoopRunsNoHook, r)
-		}
+		recordFigure(t, "gemini.obey.runs", float64(o.runs))
+		recordFigure(t, "gemini.obey.blocked", float64(o.blocked))
 	})
 	t.Run("a model that ignores the nudge is blocked, then killed", func(t *testing.T) {
 		t.Parallel()
@@ -66,8 +71,11 @@ func TestGeminiCLILoopIsStoppedWithinACall(t *testing.T) {
 		if r.exit != 86 {
 			t.Fatalf("want exit 86 (killed on a verified loop kill), got %s", r)
 		}
-		if o.blocked != 3 {
-			t.Errorf("the hook blocked %d calls, want 3\n%s", o.blocked, r)
+		if o.killRun == 0 || r.stuckKills() != 1 {
+			t.Errorf("want one kill decided by the collector (at run %d; %d logged)\n%s", o.killRun, r.stuckKills(), r)
 		}
+		recordFigure(t, "gemini.ignore.runs", float64(o.runs))
+		recordFigure(t, "gemini.ignore.after_kill", float64(o.afterKill))
+		recordFigure(t, "gemini.ignore.blocked", float64(o.blocked))
 	})
 }

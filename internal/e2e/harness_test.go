@@ -62,6 +62,12 @@ func binaries(t testing.TB) (collector, supervisor, agent string) {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if *update && code == 0 {
+		if err := writeFigures(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
 	builds.Remove()
 	os.Exit(code)
 }

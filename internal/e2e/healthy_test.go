@@ -22,6 +22,7 @@ type toolset struct {
 	write func(path, content string) agentcli.Turn
 	read  func(path string) agentcli.Turn
 	edit  func(path, old, new string) agentcli.Turn
+	grep  func(pattern, path string) agentcli.Turn
 }
 
 var claudeTools = toolset{
@@ -32,6 +33,9 @@ var claudeTools = toolset{
 	read: func(path string) agentcli.Turn { return agentcli.Call("Read", map[string]any{"file_path": path}) },
 	edit: func(path, old, new string) agentcli.Turn {
 		return agentcli.Call("Edit", map[string]any{"file_path": path, "old_string": old, "new_string": new})
+	},
+	grep: func(pattern, path string) agentcli.Turn {
+		return agentcli.Call("Grep", map[string]any{"pattern": pattern, "path": path})
 	},
 }
 
@@ -44,6 +48,9 @@ var geminiTools = toolset{
 	edit: func(path, old, new string) agentcli.Turn {
 		return agentcli.Call("replace", map[string]any{"file_path": path, "old_string": old, "new_string": new,
 			"instruction": "Replace " + old + " with " + new + " in " + path + "."})
+	},
+	grep: func(pattern, path string) agentcli.Turn {
+		return agentcli.Call("grep_search", map[string]any{"pattern": pattern, "dir_path": path})
 	},
 }
 
@@ -265,4 +272,69 @@ func TestGeminiCLIHealthySessionsAreNeverBlocked(t *testing.T) {
 		t.Parallel()
 		checkHealthy(t, runGemini(t, ciPolling(geminiTools, geminiCIPending), true))
 	})
+}
+
+// codingSession is 40 calls of ordinary coding work: reading around,
+// editing, running the tests after every edit (the same command, a
+// different outcome each time as the code changes), a failing then passing
+// build, grepping.
+func codingSession(ts toolset) agentcli.Model {
+	turns := []agentcli.Turn{
+		ts.shell("mkdir -p src && printf 'package main\\n\\nfunc add(a, b int) int { return a - b }\\n' > src/add.go"),
+		ts.shell("printf '#!/bin/sh\\ngrep -q \"a + b\" src/add.go && echo PASS || { echo FAIL: add; exit 1; }\\n' > test.sh && chmod +x test.sh"),
+		ts.shell("ls -la"),
+		ts.shell("./test.sh"),
+		ts.read("src/add.go"),
+		ts.grep("func ", "src"),
+	}
+	for i := range 8 {
+		f := fmt.Sprintf("src/f%d.go", i)
+		turns = append(turns,
+			ts.write(f, fmt.Sprintf("package main\n\nfunc f%d() int { return %d }\n", i, i)),
+			ts.shell("./test.sh"),
+			ts.shell(fmt.Sprintf("wc -l %s", f)),
+		)
+	}
+	turns = append(turns,
+		ts.edit("src/add.go", "a - b", "a + b"),
+		ts.shell("./test.sh"),
+		ts.shell("git init -q . && git add -A && git commit -qm 'fix add' -c user.name=t -c user.email=t@example.com || true"),
+		ts.shell("ls src | wc -l"),
+		ts.grep("return", "src"),
+		ts.shell("cat src/add.go"),
+		ts.shell("./test.sh"),
+		ts.shell("for i in 1 2 3; do echo page $i; done"),
+		ts.read("test.sh"),
+		ts.shell("echo done > STATUS"),
+	)
+	return agentcli.Script(healthyDone, turns...)
+}
+
+// checkCodingSession is checkHealthy, and more: the 40 calls were made and
+// the collector never found the session stuck, so no nudge either.
+func checkCodingSession(t *testing.T, r agentRun) {
+	t.Helper()
+	checkHealthy(t, r)
+	calls := 0
+	for _, e := range r.model.Exchanges() {
+		if e.Turn.Tool != nil {
+			calls++
+		}
+	}
+	if calls != 40 {
+		t.Errorf("the session made %d tool calls, want 40", calls)
+	}
+	if strings.Contains(r.supLog, "verified warn") || strings.Contains(r.collector.LogText(), "Agent session stuck") {
+		t.Errorf("the collector found a healthy session stuck\n%s", r)
+	}
+}
+
+func TestClaudeCodeCodingSessionIsNeverBlocked(t *testing.T) {
+	t.Parallel()
+	checkCodingSession(t, runClaude(t, codingSession(claudeTools), commandHook))
+}
+
+func TestGeminiCLICodingSessionIsNeverBlocked(t *testing.T) {
+	t.Parallel()
+	checkCodingSession(t, runGemini(t, codingSession(geminiTools), true))
 }
