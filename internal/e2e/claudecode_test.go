@@ -298,7 +298,7 @@ func (r agentRun) String() string {
 // failing call again and again. The command records each run of itself,
 // and when.
 var (
-	ghLoop = agentcli.Bash("echo run $(date +%s.%N) >> loop-runs; gh issue list")
+	ghLoop = agentcli.Bash("date '+run %s.%N' >> loop-runs; gh issue list")
 	ghLead = []agentcli.Turn{
 		agentcli.Bash("ls -la"),
 		agentcli.Bash("cat README.md 2>/dev/null || echo no readme"),
@@ -390,6 +390,8 @@ func TestClaudeCodeLoopIsStoppedWithinACall(t *testing.T) {
 			if o.heardAfter == 0 || o.heardAfter > o.killRun+1 {
 				t.Errorf("want the nudge to have reached the model before the kill (heard after run %d, kill at %d)\n%s", o.heardAfter, o.killRun, r)
 			}
+			recordFigure(t, "claude.decision.stuck_run", float64(o.stuckRun))
+			recordFigure(t, "claude.decision.kill_run", float64(o.killRun))
 			recordFigure(t, key+".ignore.runs", float64(o.runs))
 			recordFigure(t, key+".ignore.after_kill", float64(o.afterKill))
 			recordFigure(t, key+".ignore.blocked", float64(o.blocked))

@@ -30,7 +30,7 @@ func runGemini(t *testing.T, model agentcli.Model, withHook bool, supArgs ...str
 
 // The incident's loop in Gemini CLI's tools.
 var (
-	geminiLoop = agentcli.Shell("echo run $(date +%s.%N) >> loop-runs; gh issue list")
+	geminiLoop = agentcli.Shell("date '+run %s.%N' >> loop-runs; gh issue list")
 	geminiLead = []agentcli.Turn{
 		agentcli.Shell("ls -la"),
 		agentcli.Shell("cat README.md 2>/dev/null || echo no readme"),
@@ -74,6 +74,10 @@ func TestGeminiCLILoopIsStoppedWithinACall(t *testing.T) {
 		if o.killRun == 0 || r.stuckKills() != 1 {
 			t.Errorf("want one kill decided by the collector (at run %d; %d logged)\n%s", o.killRun, r.stuckKills(), r)
 		}
+		if o.stuckRun != o.killRun {
+			t.Errorf("want the warn and the kill at one call (no results), got stuck at run %d, kill at %d\n%s", o.stuckRun, o.killRun, r)
+		}
+		recordFigure(t, "gemini.decision.kill_run", float64(o.killRun))
 		recordFigure(t, "gemini.ignore.runs", float64(o.runs))
 		recordFigure(t, "gemini.ignore.after_kill", float64(o.afterKill))
 		recordFigure(t, "gemini.ignore.blocked", float64(o.blocked))

@@ -12,10 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/agentcli"
+	"github.com/otelcol-loop/otelcol-loop/internal/testproc"
 )
 
 // hookLatencyCalls is how many calls each hook answers in
@@ -79,7 +81,12 @@ func TestClaudeCodeHookLatency(t *testing.T) {
 		return srv, proj.Dir, proj.Env(srv, otlp), agentcli.ClaudeArgs(claude, "Look around the notes.")
 	}, string(httpHook))
 	checkHealthy(t, r)
-	durations, err := hookDurations(r.collector.traces)
+	var durations map[string][]float64
+	var err error
+	testproc.Eventually(10*time.Second, func() bool {
+		durations, err = hookDurations(r.collector.traces)
+		return err == nil && len(durations["PreToolUse:Glob"]) >= calls
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,12 +107,14 @@ func TestClaudeCodeHookLatency(t *testing.T) {
 }
 
 // hookDurations reads Claude Code's hook_execution_complete records from
-// the collector's file: total_duration_ms by hook_name.
+// the collector's file (its lines written so far): total_duration_ms by
+// hook_name.
 func hookDurations(path string) (map[string][]float64, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
+	b = b[:bytes.LastIndexByte(b, '\n')+1]
 	out := map[string][]float64{}
 	for _, line := range bytes.Split(b, []byte("\n")) {
 		if !bytes.Contains(line[:min(len(line), 32)], []byte(`"resourceLogs"`)) {
