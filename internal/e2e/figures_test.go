@@ -32,7 +32,7 @@ import (
 // run, that the committed figures lie in the bounds the tests hold now and
 // that the docs quote them. Several runs of each:
 //
-//	go test -count=3 -run 'LoopIsStoppedWithinACall|HookLatency' -update ./internal/e2e/
+//	go test ./internal/e2e/ -count=3 -run 'LoopIsStoppedWithinACall|HookLatency' -update
 
 var update = flag.Bool("update", false, "write the figures this run measured to "+figuresDoc)
 
@@ -104,16 +104,18 @@ var figures = func() []figure {
 			held: "≥ 5; ≤ 5 + the calls that fit in 6 s at the run's pace"},
 		figure{key: "claude.nohook.export_5s.call_s", what: "… seconds per loop call in that run (the pace)", test: loopTest, lo: 0, hi: math.Inf(1), unit: "s"},
 	)
-	for _, h := range []struct{ key, name string }{{"noop", "no-op command hook (`true`)"}, {"command", "`loopsupervisor hook` (command)"}, {"http", "HTTP hook (`/hook/claude`)"}} {
-		p50 := "measured"
-		if h.key == "http" {
-			p50 = "≤ the no-op command hook's"
-		}
+	for _, h := range []struct{ key, name string }{
+		{"noop", "no-op command hook (`true`)"},
+		{"command", "`loopsupervisor hook` (command)"},
+		{"http", "HTTP hook to the supervisor (`/hook/claude`)"},
+		{"emptyhttp", "HTTP hook to an empty server (the CLI's floor)"},
+	} {
 		fs = append(fs,
-			figure{key: "latency." + h.key + ".p50", what: "Claude Code's hook_execution_complete total_duration_ms, " + h.name + ": p50", test: latencyTest, lo: 0, hi: math.Inf(1), held: p50, unit: "ms"},
+			figure{key: "latency." + h.key + ".p50", what: "Claude Code's own time for a hook (hook_execution_complete total_duration_ms), " + h.name + ": p50", test: latencyTest, lo: 0, hi: math.Inf(1), held: "measured", unit: "ms"},
 			figure{key: "latency." + h.key + ".p99", what: "… p99", test: latencyTest, lo: 0, hi: math.Inf(1), held: "measured", unit: "ms"},
 		)
 	}
+	fs = append(fs, figure{key: "latency.http_minus_noop.median", what: "the HTTP hook's time minus the no-op command hook's, call by call: median", test: latencyTest, lo: math.Inf(-1), hi: 0, held: "≤ 0", unit: "ms"})
 	return fs
 }()
 
@@ -362,9 +364,6 @@ func TestHookFiguresDocMatchesTheTests(t *testing.T) {
 			t.Errorf("%s: %s does not state the bound %s holds now (%s): measure again (-update)", figuresDoc, f.key, f.test, f.heldText())
 		}
 	}
-	if !holdsHTTPNoSlower(values) {
-		t.Errorf("%s: the HTTP hook's p50 %v ms is above the no-op command hook's %v ms", figuresDoc, values["latency.http.p50"], values["latency.noop.p50"])
-	}
 	lat, err := os.ReadFile(filepath.Join(root, latencyDoc))
 	if err != nil {
 		t.Fatal(err)
@@ -384,19 +383,4 @@ func TestHookFiguresDocMatchesTheTests(t *testing.T) {
 			}
 		}
 	}
-}
-
-// holdsHTTPNoSlower is the latency target: the HTTP hook's p50, in every
-// run, no more than the no-op command hook's.
-func holdsHTTPNoSlower(v map[string][]float64) bool {
-	h, n := v["latency.http.p50"], v["latency.noop.p50"]
-	if len(h) != len(n) {
-		return false
-	}
-	for i := range h {
-		if h[i] > n[i] {
-			return false
-		}
-	}
-	return true
 }
