@@ -82,8 +82,8 @@ var figures = func() []figure {
 	var fs []figure
 	for _, h := range []struct{ key, name string }{{"http", "HTTP hook"}, {"command", "command hook"}} {
 		fs = append(fs,
-			figure{key: "claude." + h.key + ".obey.runs", what: "Claude Code, " + h.name + ", a model that obeys the nudge: runs of the loop's call", test: loopTest, lo: 2, hi: 4},
-			figure{key: "claude." + h.key + ".obey.after_warn", what: "… of them after the collector's warn was decided", test: loopTest, lo: 1, hi: 2},
+			figure{key: "claude." + h.key + ".obey.runs", what: "Claude Code, " + h.name + ", a model that obeys the nudge: runs of the loop's call (never past the kill point)", test: loopTest, lo: 2, hi: 5},
+			figure{key: "claude." + h.key + ".obey.after_warn", what: "… of them after the collector's warn was decided (the nudge comes with the first call after the warn reaches the supervisor)", test: loopTest, lo: 1, hi: 3},
 			figure{key: "claude." + h.key + ".obey.blocked", what: "… calls blocked", test: loopTest, lo: 0, hi: 0},
 			figure{key: "claude." + h.key + ".ignore.runs", what: "Claude Code, " + h.name + ", a model that ignores the nudge: runs of the loop's call", test: loopTest, lo: 5, hi: 7},
 			figure{key: "claude." + h.key + ".ignore.after_kill", what: "… of them after the kill was decided", test: loopTest, lo: 0, hi: 2},
