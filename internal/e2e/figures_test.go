@@ -85,7 +85,7 @@ var figures = func() []figure {
 			figure{key: "claude." + h.key + ".obey.runs", what: "Claude Code, " + h.name + ", a model that obeys the nudge: runs of the loop's call (never past the kill point)", test: loopTest, lo: 2, hi: 5},
 			figure{key: "claude." + h.key + ".obey.after_warn", what: "… of them after the collector's warn was decided (the nudge comes with the first call after the warn reaches the supervisor)", test: loopTest, lo: 1, hi: 3},
 			figure{key: "claude." + h.key + ".obey.blocked", what: "… calls blocked", test: loopTest, lo: 0, hi: 0},
-			figure{key: "claude." + h.key + ".ignore.runs", what: "Claude Code, " + h.name + ", a model that ignores the nudge: runs of the loop's call", test: loopTest, lo: 5, hi: 7},
+			figure{key: "claude." + h.key + ".ignore.runs", what: "Claude Code, " + h.name + ", a model that ignores the nudge: runs of the loop's call", test: loopTest, lo: 5, hi: maxLoopRuns},
 			figure{key: "claude." + h.key + ".ignore.after_kill", what: "… of them after the kill was decided", test: loopTest, lo: 0, hi: 2},
 			figure{key: "claude." + h.key + ".ignore.blocked", what: "… calls blocked before the kill was carried out", test: loopTest, lo: 3, hi: 3},
 		)
@@ -94,12 +94,12 @@ var figures = func() []figure {
 		figure{key: "claude.decision.stuck_run", what: "Claude Code: the loop's run at which the collector found the session stuck (its warn)", test: loopTest, lo: 2, hi: 2},
 		figure{key: "claude.decision.kill_run", what: "Claude Code: the loop's run at which it decided the kill", test: loopTest, lo: 5, hi: 5},
 		figure{key: "gemini.decision.kill_run", what: "Gemini CLI: the loop's run at which the collector found the session stuck and decided the kill", test: geminiTest, lo: 5, hi: 5},
-		figure{key: "gemini.obey.runs", what: "Gemini CLI, command hooks, a model that obeys the nudge: runs of the loop's call", test: geminiTest, lo: 5, hi: 7},
+		figure{key: "gemini.obey.runs", what: "Gemini CLI, command hooks, a model that obeys the nudge: runs of the loop's call", test: geminiTest, lo: 5, hi: maxLoopRuns},
 		figure{key: "gemini.obey.blocked", what: "… calls blocked (the nudge comes with the kill: no results, so warn and kill fall on the 5th call)", test: geminiTest, lo: 0, hi: 1},
-		figure{key: "gemini.ignore.runs", what: "Gemini CLI, command hooks, a model that ignores the nudge: runs of the loop's call", test: geminiTest, lo: 5, hi: 7},
+		figure{key: "gemini.ignore.runs", what: "Gemini CLI, command hooks, a model that ignores the nudge: runs of the loop's call", test: geminiTest, lo: 5, hi: maxLoopRuns},
 		figure{key: "gemini.ignore.after_kill", what: "… of them after the kill was decided", test: geminiTest, lo: 0, hi: 2},
 		figure{key: "gemini.ignore.blocked", what: "… calls blocked before the kill was carried out", test: geminiTest, lo: 3, hi: 3},
-		figure{key: "claude.nohook.export_200ms.runs", what: "Claude Code, no hook, --export-interval 200ms (the default): runs of the loop's call before the kill", test: loopTest, lo: 5, hi: 7},
+		figure{key: "claude.nohook.export_200ms.runs", what: "Claude Code, no hook, --export-interval 200ms (the default): runs of the loop's call before the kill", test: loopTest, lo: 5, hi: maxLoopRuns},
 		figure{key: "claude.nohook.export_5s.runs", what: "Claude Code, no hook, the SDK's 5 s export delay: runs of the loop's call before the kill", test: loopTest, lo: 5, hi: math.NaN(),
 			held: "≥ 5; ≤ 5 + the calls that fit in 6 s at the run's pace"},
 		figure{key: "claude.nohook.export_5s.call_s", what: "… seconds per loop call in that run (the pace)", test: loopTest, lo: 0, hi: math.Inf(1), unit: "s"},
@@ -254,10 +254,10 @@ func machineLine(root string) string {
 	if out, err := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output(); err == nil {
 		commit = strings.TrimSpace(string(out))
 	}
-	return fmt.Sprintf("Measured %s on %d CPUs (`nproc`), CPU model %q, %s, load average %s at the end; "+
+	return fmt.Sprintf("Measured %s on %d CPUs (`nproc`), CPU model %q (Linux), load average %s at the end; "+
 		"Claude Code %s, Gemini CLI %s, each on a scripted model that answers at once; tree at %s. "+
 		"A figure's measured values are one per run (`go test -count=N`).",
-		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), cpu, runtime.GOOS, load,
+		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), cpu, load,
 		agentcli.ClaudeCodeVersion, agentcli.GeminiCLIVersion, commit)
 }
 
@@ -321,8 +321,8 @@ func docClaims(v map[string][]float64) map[string][]string {
 		"README.md": {
 			fmt.Sprintf("the incident's loop ran %s times when the model obeyed the nudge", valueRange(v["claude.http.obey.runs"])),
 			fmt.Sprintf("%s times, then %s blocked calls and the kill, when it ignored it", valueRange(v["claude.http.ignore.runs"]), valueRange(v["claude.http.ignore.blocked"])),
-			fmt.Sprintf("p50 %s ms, p99 %s ms, against %s ms and %s ms for a no-op command hook", valueRange(v["latency.http.p50"]), valueRange(v["latency.http.p99"]), valueRange(v["latency.noop.p50"]), valueRange(v["latency.noop.p99"])),
-			fmt.Sprintf("the loop ran %s times before the kill at 200 ms, %s at the SDKs' 5 s", valueRange(v["claude.nohook.export_200ms.runs"]), valueRange(v["claude.nohook.export_5s.runs"])),
+			fmt.Sprintf("HTTP hook at p50 %s ms, p99 %s ms, against %s ms and %s ms for a no-op command hook", valueRange(v["latency.http.p50"]), valueRange(v["latency.http.p99"]), valueRange(v["latency.noop.p50"]), valueRange(v["latency.noop.p99"])),
+			fmt.Sprintf("the loop ran %s times before the kill at 200 ms, %s at the SDKs' 5 s (at %s s a call;", valueRange(v["claude.nohook.export_200ms.runs"]), valueRange(v["claude.nohook.export_5s.runs"]), valueRange(v["claude.nohook.export_5s.call_s"])),
 		},
 	}
 }
