@@ -26,7 +26,7 @@ const (
 
 // Actions asked of the supervisor (the body's action field).
 const (
-	ActionKill = "kill"
+	ActionKill    = "kill"
 	ActionWarn    = "warn"
 	ActionRecover = "recover"
 )
