@@ -235,14 +235,15 @@ func (r agentRun) killed() bool {
 }
 
 // transitions are the collector's verdicts on the run, once the file
-// exporter wrote as many as want (or after 10 s: what it wrote by then).
-func (r agentRun) transitions(t *testing.T, want int) []transition {
+// exporter wrote those that satisfy done (or after 10 s: what it wrote by
+// then); a nil done takes what is written now.
+func (r agentRun) transitions(t *testing.T, done func([]transition) bool) []transition {
 	t.Helper()
 	var x exported
 	var err error
 	testproc.Eventually(10*time.Second, func() bool {
 		x, err = readExported(r.collector.traces)
-		return err == nil && len(x.transitions) >= want
+		return err == nil && (done == nil || done(x.transitions))
 	})
 	if err != nil {
 		t.Fatalf("reading the collector's verdicts: %v", err)
@@ -331,11 +332,11 @@ type loopOutcome struct {
 // (the lead calls come first).
 func measureLoop(t *testing.T, r agentRun, lead int) loopOutcome {
 	t.Helper()
-	want := 1
-	if r.killed() {
-		want = 2
-	}
-	stuckAt, killAt := decisions(r.transitions(t, want))
+	killed := r.killed()
+	stuckAt, killAt := decisions(r.transitions(t, func(trs []transition) bool {
+		stuck, kill := decisions(trs)
+		return stuck > 0 && (kill > 0 || !killed)
+	}))
 	o := loopOutcome{runs: r.loopRuns, blocked: r.blocked()}
 	if stuckAt > 0 {
 		o.stuckRun = stuckAt - lead

@@ -224,7 +224,7 @@ func checkHealthy(t *testing.T, r agentRun) {
 		t.Errorf("the session did not finish its script (%d calls)\n%s", calls, r)
 	}
 	var verdicts []string
-	for _, tr := range r.transitions(t, 0) {
+	for _, tr := range r.transitions(t, nil) {
 		verdicts = append(verdicts, fmt.Sprintf("%s->%s %s at call %d", tr.From, tr.To, tr.Reason, tr.CallIndex))
 	}
 	t.Logf("%d calls, %d blocked, %d kills decided; verdicts %v; nudged after result %d (0: never)", calls, r.blocked(), r.stuckKills(), verdicts, r.heardAt())
