@@ -31,7 +31,7 @@ type ClaudeProject struct {
 
 // NewClaudeProject makes a project directory and a home under dir. hook,
 // when not empty, is installed as the project's PreToolUse command hook
-// for every tool, as the README tells users to.
+// for every tool, as the README tells users of CLIs without HTTP hooks to.
 func NewClaudeProject(t testing.TB, dir, hook string) ClaudeProject {
 	t.Helper()
 	p := ClaudeProject{Dir: filepath.Join(dir, "project"), Home: filepath.Join(dir, "home")}
@@ -41,22 +41,118 @@ func NewClaudeProject(t testing.TB, dir, hook string) ClaudeProject {
 		}
 	}
 	if hook != "" {
-		settings := map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{
-			"matcher": "*",
-			"hooks":   []any{map[string]any{"type": "command", "command": hook}},
-		}}}}
-		b, _ := json.MarshalIndent(settings, "", "  ")
-		if err := os.WriteFile(filepath.Join(p.Dir, ".claude", "settings.json"), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		p.InstallHooks(t, ClaudeHook{Event: "PreToolUse", Command: hook})
 	}
 	return p
+}
+
+// ClaudeHook is one hook in a Claude Code project's settings: a command
+// hook (Command) or an HTTP hook (URL).
+type ClaudeHook struct {
+	// Event is the hook event: PreToolUse, PostToolUse…
+	Event string
+	// Matcher picks the tools it runs for (default "*": every tool).
+	Matcher string
+	// Command is a command hook's command line.
+	Command string
+	// URL is where an HTTP hook posts the event.
+	URL string
+	// Headers are an HTTP hook's request headers; $NAME in a value is
+	// the variable of the CLI's environment, if AllowedEnvVars lists it.
+	Headers        map[string]string
+	AllowedEnvVars []string
+}
+
+// SupervisorHTTPHook is loopsupervisor's Claude Code endpoint on listen
+// (host:port) as an HTTP hook on event, with the run's token the
+// supervisor puts in the agent's environment: the README's recipe.
+func SupervisorHTTPHook(event, listen string) ClaudeHook {
+	return ClaudeHook{
+		Event:          event,
+		URL:            "http://" + listen + "/hook/claude",
+		Headers:        map[string]string{"Authorization": "Bearer $LOOPSUPERVISOR_HOOK_TOKEN"},
+		AllowedEnvVars: []string{"LOOPSUPERVISOR_HOOK_TOKEN"},
+	}
+}
+
+// InstallHooks writes hooks as the project's .claude/settings.json
+// (replacing earlier ones); the hooks of one event and matcher run side by
+// side.
+func (p ClaudeProject) InstallHooks(t testing.TB, hooks ...ClaudeHook) {
+	t.Helper()
+	type group struct {
+		matcher string
+		hooks   []any
+	}
+	byEvent := map[string][]*group{}
+	for _, h := range hooks {
+		matcher := h.Matcher
+		if matcher == "" {
+			matcher = "*"
+		}
+		entry := map[string]any{"type": "command", "command": h.Command}
+		if h.URL != "" {
+			entry = map[string]any{"type": "http", "url": h.URL}
+			if len(h.Headers) > 0 {
+				entry["headers"] = h.Headers
+			}
+			if len(h.AllowedEnvVars) > 0 {
+				entry["allowedEnvVars"] = h.AllowedEnvVars
+			}
+		}
+		var g *group
+		for _, have := range byEvent[h.Event] {
+			if have.matcher == matcher {
+				g = have
+			}
+		}
+		if g == nil {
+			g = &group{matcher: matcher}
+			byEvent[h.Event] = append(byEvent[h.Event], g)
+		}
+		g.hooks = append(g.hooks, entry)
+	}
+	events := map[string]any{}
+	for ev, groups := range byEvent {
+		var list []any
+		for _, g := range groups {
+			list = append(list, map[string]any{"matcher": g.matcher, "hooks": g.hooks})
+		}
+		events[ev] = list
+	}
+	b, _ := json.MarshalIndent(map[string]any{"hooks": events}, "", "  ")
+	if err := os.WriteFile(filepath.Join(p.Dir, ".claude", "settings.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Env is the environment of a headless Claude Code run against model,
 // with its logs sent to the OTLP/HTTP endpoint otlp (none when empty).
 func (p ClaudeProject) Env(model *Server, otlp string) []string {
-	env := []string{
+	env := p.baseEnv(model)
+	if otlp != "" {
+		env = append(env, otlpEnv(otlp)...)
+		env = append(env, "OTEL_LOGS_EXPORTER=otlp")
+	}
+	return env
+}
+
+// TracesEnv is the environment of a headless Claude Code run against
+// model with its traces beta and tool content on, instead of its logs,
+// sent to otlp: each call is a claude_code.tool span whose tool.output
+// event carries the call's result, the only telemetry of Claude Code that
+// does (its tool_result records carry sizes). With both on, a call's
+// record and span reach the collector apart and are judged one at a time.
+func (p ClaudeProject) TracesEnv(model *Server, otlp string) []string {
+	return append(p.baseEnv(model), append(otlpEnv(otlp),
+		"CLAUDE_CODE_ENHANCED_TELEMETRY_BETA=1",
+		"OTEL_TRACES_EXPORTER=otlp",
+		"OTEL_LOG_TOOL_CONTENT=1",
+	)...)
+}
+
+func (p ClaudeProject) baseEnv(model *Server) []string {
+	return []string{
 		"HOME=" + p.Home,
 		"PATH=" + os.Getenv("PATH"),
 		"ANTHROPIC_BASE_URL=" + model.URL,
@@ -64,16 +160,15 @@ func (p ClaudeProject) Env(model *Server, otlp string) []string {
 		"DISABLE_AUTOUPDATER=1",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 	}
-	if otlp != "" {
-		env = append(env,
-			"CLAUDE_CODE_ENABLE_TELEMETRY=1",
-			"OTEL_LOGS_EXPORTER=otlp",
-			"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
-			"OTEL_EXPORTER_OTLP_ENDPOINT="+otlp,
-			"OTEL_LOG_TOOL_DETAILS=1",
-		)
+}
+
+func otlpEnv(otlp string) []string {
+	return []string{
+		"CLAUDE_CODE_ENABLE_TELEMETRY=1",
+		"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+		"OTEL_EXPORTER_OTLP_ENDPOINT=" + otlp,
+		"OTEL_LOG_TOOL_DETAILS=1",
 	}
-	return env
 }
 
 // ClaudeArgs is `claude -p prompt` in stream-json, with the tools the scripted

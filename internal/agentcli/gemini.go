@@ -39,7 +39,9 @@ type GeminiProject struct {
 // project's settings.json, hooks included) and turn off the CLI's own loop
 // detection, which would otherwise end a run of five identical calls
 // before the collector's verdict is tested. hook, when not empty, is
-// installed as the project's BeforeTool command hook for every tool.
+// installed as the project's BeforeTool and AfterTool command hook for
+// every tool: BeforeTool can refuse a call, only AfterTool can pass the
+// model a hook's context (0.61.0 ignores BeforeTool's).
 func NewGeminiProject(t testing.TB, dir, hook string) GeminiProject {
 	t.Helper()
 	p := GeminiProject{Dir: filepath.Join(dir, "project"), Home: filepath.Join(dir, "home")}
@@ -57,10 +59,11 @@ func NewGeminiProject(t testing.TB, dir, hook string) GeminiProject {
 	writeJSONFile(t, filepath.Join(p.Home, ".gemini", "settings.json"), user)
 	writeJSONFile(t, filepath.Join(p.Home, ".gemini", "trustedFolders.json"), map[string]string{p.Dir: "TRUST_FOLDER"})
 	if hook != "" {
-		settings := map[string]any{"hooks": map[string]any{"BeforeTool": []any{map[string]any{
+		entry := []any{map[string]any{
 			"matcher": ".*",
 			"hooks":   []any{map[string]any{"type": "command", "command": hook}},
-		}}}}
+		}}
+		settings := map[string]any{"hooks": map[string]any{"BeforeTool": entry, "AfterTool": entry}}
 		writeJSONFile(t, filepath.Join(p.Dir, ".gemini", "settings.json"), settings)
 	}
 	return p
@@ -172,7 +175,7 @@ func (r geminiRequest) conversation() Conversation {
 				res.IsError = true
 				res.Content = fmt.Sprint(e)
 			} else if o, ok := fr.Response["output"].(string); ok {
-				res.Content = o
+				res.Content, res.Context = splitHookContext(o)
 			} else {
 				b, _ := json.Marshal(fr.Response)
 				res.Content = string(b)
@@ -181,6 +184,29 @@ func (r geminiRequest) conversation() Conversation {
 		}
 	}
 	return c
+}
+
+// splitHookContext takes the hooks' additionalContext out of a function
+// response's output: Gemini CLI 0.61.0 appends an AfterTool hook's
+// context to the output as <hook_context>…</hook_context>.
+func splitHookContext(output string) (content, context string) {
+	const open, end = "<hook_context>", "</hook_context>"
+	content = output
+	for {
+		i := strings.Index(content, open)
+		if i < 0 {
+			return content, context
+		}
+		j := strings.Index(content[i:], end)
+		if j < 0 {
+			return content, context
+		}
+		if context != "" {
+			context += "\n"
+		}
+		context += content[i+len(open) : i+j]
+		content = strings.TrimRight(content[:i], "\n") + content[i+j+len(end):]
+	}
 }
 
 func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request) {

@@ -49,6 +49,11 @@ type ToolResult struct {
 	ID      string
 	Content string
 	IsError bool
+	// Context is the text the CLI's hooks added for the model with this
+	// result (their additionalContext): Claude Code sends it as a system
+	// message after the result ("PreToolUse:Bash hook additional context:
+	// …"), Gemini CLI inside the result's output (<hook_context>…).
+	Context string
 }
 
 // Conversation is what the model has seen: the results of its tool calls,
@@ -60,6 +65,17 @@ type Conversation struct {
 	// of the Task call that started it, which tells a model whose
 	// conversation it is answering.
 	Prompt string
+}
+
+// HeardSupervisorAt is the index of the first result that carried the
+// supervisor's word to the model, a blocked call or a nudge, or -1.
+func (c Conversation) HeardSupervisorAt() int {
+	for i, r := range c.Results {
+		if strings.Contains(r.Content, BlockedMarker) || strings.Contains(r.Context, NudgeMarker) {
+			return i
+		}
+	}
+	return -1
 }
 
 // Last is the newest result, or the zero value.
@@ -165,17 +181,42 @@ func (r messagesRequest) conversation() Conversation {
 		if i == 0 && m.Role == "user" {
 			c.Prompt = promptOf(m.Content)
 		}
+		if m.Role == "system" && len(c.Results) > 0 {
+			// Claude Code 2.1.332 sends its hooks' additionalContext as a
+			// system message after the tool result it came with.
+			c.addContext(textOf(m.Content))
+			continue
+		}
 		var blocks []contentBlock
 		if m.Role != "user" || json.Unmarshal(m.Content, &blocks) != nil {
 			continue
 		}
+		results := 0
 		for _, b := range blocks {
-			if b.Type == "tool_result" {
+			switch {
+			case b.Type == "tool_result":
 				c.Results = append(c.Results, ToolResult{ID: b.ToolUseID, Content: textOf(b.Content), IsError: b.IsError})
+				results++
+			case b.Type == "text" && results > 0:
+				// Text after a result in the same message: what other
+				// versions do with a hook's context.
+				c.addContext(b.Text)
 			}
 		}
 	}
 	return c
+}
+
+// addContext adds text the CLI sent with the newest result.
+func (c *Conversation) addContext(text string) {
+	if text == "" {
+		return
+	}
+	r := &c.Results[len(c.Results)-1]
+	if r.Context != "" {
+		r.Context += "\n"
+	}
+	r.Context += text
 }
 
 // promptOf is a user message's last text: the CLI puts its reminders in
@@ -311,10 +352,15 @@ func writeJSON(w http.ResponseWriter, v any) {
 // call with starts with; a tool result carrying it was never run.
 const BlockedMarker = "Blocked by loopsupervisor"
 
+// NudgeMarker is the text every nudge the supervisor's hook passes to the
+// model (as the CLI's additionalContext, with a call that ran) starts with.
+const NudgeMarker = "loopsupervisor: the loop detector found this session repeating itself."
+
 // Loop is a model stuck on one call: it makes the Lead calls, then Repeat
-// again and again. With Obeys it reads a blocked result as the nudge it is
-// and changes course (Then, and done); without, it keeps repeating. After
-// MaxRepeats repeats it gives up either way, so a failing test ends.
+// again and again. With Obeys it heeds the supervisor's word, a nudge that
+// came with a result or a blocked call, and changes course (Then, and
+// done); without, it keeps repeating. After MaxRepeats repeats it gives up
+// either way, so a failing test ends.
 type Loop struct {
 	Lead       []Turn
 	Repeat     Turn
@@ -329,15 +375,8 @@ func (l Loop) Next(c Conversation) Turn {
 	if n < len(l.Lead) {
 		return l.Lead[n]
 	}
-	blockedAt := -1
-	for i, r := range c.Results {
-		if strings.Contains(r.Content, BlockedMarker) {
-			blockedAt = i
-			break
-		}
-	}
-	if l.Obeys && blockedAt >= 0 {
-		if k := n - blockedAt - 1; k < len(l.Then) {
+	if heardAt := c.HeardSupervisorAt(); l.Obeys && heardAt >= 0 {
+		if k := n - heardAt - 1; k < len(l.Then) {
 			return l.Then[k]
 		}
 		return Done("changed course after the loop warning")

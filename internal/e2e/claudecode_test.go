@@ -5,6 +5,8 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,8 +59,10 @@ func startLocalCollector(t *testing.T, dir string, killPort int, secret string) 
 
 // agentRun is one supervised agent CLI run and what came of it.
 type agentRun struct {
-	exit      int
-	loopRuns  int // times the loop's command actually ran
+	exit     int
+	loopRuns int // times the loop's command actually ran
+	// loopTimes are when it ran (Unix seconds), when it says.
+	loopTimes []float64
 	model     *agentcli.Server
 	supLog    string
 	result    string
@@ -67,24 +71,29 @@ type agentRun struct {
 }
 
 // agentSetup prepares one agent CLI run in dir: its scripted model, its
-// project (with hook as its tool-call hook when not empty), and returns
-// the model, the project directory, the environment (telemetry to otlp)
-// and the command line.
+// project (with hook as its tool-call hook when not empty: a command line,
+// or the URL of the supervisor's endpoint for the CLI's own HTTP hook),
+// and returns the model, the project directory, the environment
+// (telemetry to otlp) and the command line.
 type agentSetup func(t *testing.T, dir, hook, otlp string) (model *agentcli.Server, projDir string, env, argv []string)
 
 // runAgent runs an agent CLI under the supervisor, its telemetry going to
 // a collector on config/local.yaml. hookCmd is the supervisor's hook
-// command line after the binary (empty: no hook). The loop's command
-// records each run of itself in the project's loop-runs file.
+// command line after the binary, or, starting with "/", the path of the
+// supervisor's endpoint an HTTP hook posts to (empty: no hook). The loop's
+// command records each run of itself in the project's loop-runs file.
 func runAgent(t *testing.T, setup agentSetup, hookCmd string, supArgs ...string) agentRun {
 	t.Helper()
 	_, supBin, _ := binaries(t)
-	dir := t.TempDir()
+	dir := runDir(t)
 	secret := testproc.NewSecret(t)
 	killPort := testproc.FreePort(t)
 	col := startLocalCollector(t, dir, killPort, secret)
 	hook := ""
-	if hookCmd != "" {
+	switch {
+	case strings.HasPrefix(hookCmd, "/"):
+		hook = fmt.Sprintf("http://127.0.0.1:%d%s", killPort, hookCmd)
+	case hookCmd != "":
 		hook = supBin + " " + hookCmd
 	}
 	srv, projDir, env, agentArgv := setup(t, dir, hook, fmt.Sprintf("http://127.0.0.1:%d", col.otlpHTTP))
@@ -114,23 +123,88 @@ func runAgent(t *testing.T, setup agentSetup, hookCmd string, supArgs ...string)
 	}
 	if b, err := os.ReadFile(filepath.Join(projDir, "loop-runs")); err == nil {
 		r.loopRuns = strings.Count(string(b), "\n")
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) == 2 {
+				if at, err := strconv.ParseFloat(f[1], 64); err == nil {
+					r.loopTimes = append(r.loopTimes, at)
+				}
+			}
+		}
 	}
 	return r
 }
 
-// runClaude runs Claude Code on model under the supervisor.
-func runClaude(t *testing.T, model agentcli.Model, withHook bool, supArgs ...string) agentRun {
+// runDir is a run's directory: the test's own, or with LOOP_E2E_KEEP=1 one
+// that outlives the test (the collector's file, the processes' logs, the
+// project), for reading a run afterwards.
+func runDir(t *testing.T) string {
+	t.Helper()
+	if os.Getenv("LOOP_E2E_KEEP") != "1" {
+		return t.TempDir()
+	}
+	dir, err := os.MkdirTemp("", "loop-e2e-run-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("LOOP_E2E_KEEP: this run's files stay in %s", dir)
+	return dir
+}
+
+// supervisorHook is how a Claude Code run's hook reaches the supervisor.
+type supervisorHook string
+
+const (
+	noHook supervisorHook = ""
+	// commandHook is `loopsupervisor hook`, a PreToolUse command hook: a
+	// process per call, for CLIs without HTTP hooks.
+	commandHook supervisorHook = "hook"
+	// httpHook is Claude Code's own PreToolUse HTTP hook posting to the
+	// supervisor's /hook/claude with the run's token: the README's recipe.
+	httpHook supervisorHook = "/hook/claude"
+)
+
+func (h supervisorHook) String() string {
+	switch h {
+	case commandHook:
+		return "command hook"
+	case httpHook:
+		return "HTTP hook"
+	}
+	return "no hook"
+}
+
+// runClaude runs Claude Code on model under the supervisor, its logs going
+// to the collector.
+func runClaude(t *testing.T, model agentcli.Model, hook supervisorHook, supArgs ...string) agentRun {
+	t.Helper()
+	return runClaudeTelemetry(t, model, hook, false, supArgs...)
+}
+
+// runClaudeTelemetry is runClaude, with Claude Code's traces beta and tool
+// content on instead of its logs when traces is set: the telemetry that
+// carries the calls' results, which a poll's verdict needs.
+func runClaudeTelemetry(t *testing.T, model agentcli.Model, hook supervisorHook, traces bool, supArgs ...string) agentRun {
 	t.Helper()
 	claude := agentcli.ClaudeBin(t)
-	hook := ""
-	if withHook {
-		hook = "hook"
-	}
 	return runAgent(t, func(t *testing.T, dir, hook, otlp string) (*agentcli.Server, string, []string, []string) {
 		srv := agentcli.Start(t, model)
-		proj := agentcli.NewClaudeProject(t, dir, hook)
-		return srv, proj.Dir, proj.Env(srv, otlp), agentcli.ClaudeArgs(claude, "Find the open issues of this repository and summarise them.")
-	}, hook, supArgs...)
+		proj := agentcli.NewClaudeProject(t, dir, "")
+		switch {
+		case strings.HasPrefix(hook, "http://"):
+			u, err := url.Parse(hook)
+			if err != nil {
+				t.Fatal(err)
+			}
+			proj.InstallHooks(t, agentcli.SupervisorHTTPHook("PreToolUse", u.Host))
+		case hook != "":
+			proj.InstallHooks(t, agentcli.ClaudeHook{Event: "PreToolUse", Command: hook})
+		}
+		env := proj.Env(srv, otlp)
+		if traces {
+			env = proj.TracesEnv(srv, otlp)
+		}
+		return srv, proj.Dir, env, agentcli.ClaudeArgs(claude, "Find the open issues of this repository and summarise them.")
+	}, string(hook), supArgs...)
 }
 
 func blockedCalls(result string) int {
@@ -141,180 +215,236 @@ func blockedCalls(result string) int {
 	return r.BlockedCalls
 }
 
+// blocked is the number of calls the hook blocked: the result line's
+// count when the supervisor stopped the agent, else its exit log line's.
+func (r agentRun) blocked() int {
+	if r.result != "" {
+		return blockedCalls(r.result)
+	}
+	_, rest, ok := strings.Cut(r.supLog, "its hook blocked ")
+	if !ok {
+		return -1
+	}
+	n, _ := strconv.Atoi(strings.Fields(rest)[0])
+	return n
+}
+
+// killed reports whether the supervisor stopped the agent on a loop kill.
+func (r agentRun) killed() bool {
+	return r.exit == 86 || strings.Contains(r.supLog, "stopping agent group")
+}
+
+// transitions are the collector's verdicts on the run, once the file
+// exporter wrote those that satisfy done (or after 10 s: what it wrote by
+// then); a nil done takes what is written now.
+func (r agentRun) transitions(t *testing.T, done func([]transition) bool) []transition {
+	t.Helper()
+	var x exported
+	var err error
+	testproc.Eventually(10*time.Second, func() bool {
+		x, err = readExported(r.collector.traces)
+		return err == nil && (done == nil || done(x.transitions))
+	})
+	if err != nil {
+		t.Fatalf("reading the collector's verdicts: %v", err)
+	}
+	return x.transitions
+}
+
+// decisions are the call indexes (1-based, of the session's calls) where
+// the collector found the session stuck (its warn) and decided the kill;
+// 0 where it did not.
+func decisions(trs []transition) (stuckAt, killAt int) {
+	for _, tr := range trs {
+		if tr.To == "stuck" && stuckAt == 0 {
+			stuckAt = int(tr.CallIndex)
+		}
+		if tr.Kill && killAt == 0 {
+			killAt = int(tr.CallIndex)
+		}
+	}
+	return stuckAt, killAt
+}
+
+// stuckKills is the collector log's "Agent session stuck" lines that
+// decided a kill.
+func (r agentRun) stuckKills() int {
+	n := 0
+	for _, line := range strings.Split(r.collector.LogText(), "\n") {
+		if strings.Contains(line, "Agent session stuck") && strings.Contains(line, `"kill": true`) {
+			n++
+		}
+	}
+	return n
+}
+
+// heardAt is how many results the model had read when the supervisor's
+// word (a nudge or a blocked call) first reached it, or 0.
+func (r agentRun) heardAt() int {
+	ex := r.model.Exchanges()
+	for _, e := range ex {
+		if i := e.Conversation.HeardSupervisorAt(); i >= 0 {
+			return i + 1
+		}
+	}
+	return 0
+}
+
 func (r agentRun) String() string {
-	return fmt.Sprintf("exit %d, loop ran %d times\nsupervisor+agent log (tail):\n%s\ncollector log (tail):\n%s",
-		r.exit, r.loopRuns, testproc.Tail(r.supLog, 4000), testproc.Tail(r.collector.LogText(), 4000))
+	return fmt.Sprintf("exit %d, loop ran %d times, %d calls blocked\nsupervisor+agent log (tail):\n%s\ncollector log (tail):\n%s",
+		r.exit, r.loopRuns, r.blocked(), testproc.Tail(r.supLog, 4000), testproc.Tail(r.collector.LogText(), 4000))
 }
 
 // The incident's loop: `gh issue list` on a machine without gh, the same
-// failing call again and again. The command records each run of itself.
+// failing call again and again. The command records each run of itself,
+// and when.
 var (
-	ghLoop = agentcli.Bash("echo run >> loop-runs; gh issue list")
+	ghLoop = agentcli.Bash("date '+run %s.%N' >> loop-runs; gh issue list")
 	ghLead = []agentcli.Turn{
 		agentcli.Bash("ls -la"),
 		agentcli.Bash("cat README.md 2>/dev/null || echo no readme"),
 		agentcli.Call("Write", map[string]any{"file_path": "notes.md", "content": "issues to look at\n"}),
 	}
+	ghThen = []agentcli.Turn{agentcli.Bash("echo 'gh is not installed here' >> notes.md")}
 )
 
-// maxLoopRuns is how many times the loop's call may run after it starts
-// before the hook blocks it or the supervisor stops the agent: the
-// collector decides at the 5th identical call; the 6th may start while
-// that verdict is still on its way (the agent exports every 200 ms under
-// the supervisor).
-const maxLoopRuns = 6
+// maxLoopRuns bounds how many times the loop's call runs under the
+// supervisor at the 200 ms export, hook or not: the kill is decided at the
+// 5th run, and up to 2 more may start while it travels at 0.2 s a call.
+const maxLoopRuns = 7
 
-// Without the hook the kill needs the loop to last 5 calls and the verdict
-// to travel: 5–7 runs here at 200 ms export, 17–25 at the SDKs' 5 s. The
-// bound leaves a loaded machine room and still fails without fast export.
+// maxLoopRunsNoHook is the looser bound other agent CLIs' tests hold
+// without the hook, where their telemetry's own delays add to the kill's.
+//
+//nolint:unused // used by the tests of CLIs added beside these
 const maxLoopRunsNoHook = 10
 
-// Gemini CLI reports no tool results, so the collector needs 5 identical
-// calls before its verdict (Claude Code's failing call: 2); a few more may
-// run on a loaded machine while the verdict travels.
-const maxLoopRunsWithoutResults = 9
+// loopOutcome is what one looping run measured.
+type loopOutcome struct {
+	runs, blocked         int
+	stuckRun, killRun     int // the loop's run at the collector's warn and kill (0: none)
+	heardAfter            int // loop runs whose result the model had read when the supervisor's word reached it
+	afterStuck, afterKill int
+}
 
+// measureLoop reads a looping run's figures: the loop's runs, the calls
+// blocked, and where the collector's decisions fell among the loop's runs
+// (the lead calls come first).
+func measureLoop(t *testing.T, r agentRun, lead int) loopOutcome {
+	t.Helper()
+	killed := r.killed()
+	stuckAt, killAt := decisions(r.transitions(t, func(trs []transition) bool {
+		stuck, kill := decisions(trs)
+		return stuck > 0 && (kill > 0 || !killed)
+	}))
+	o := loopOutcome{runs: r.loopRuns, blocked: r.blocked()}
+	if stuckAt > 0 {
+		o.stuckRun = stuckAt - lead
+		o.afterStuck = o.runs - o.stuckRun
+	}
+	if killAt > 0 {
+		o.killRun = killAt - lead
+		o.afterKill = o.runs - o.killRun
+	}
+	if h := r.heardAt(); h > 0 {
+		o.heardAfter = h - lead
+	}
+	return o
+}
+
+// TestClaudeCodeLoopIsStoppedWithinACall: the incident's loop in Claude
+// Code under the supervisor. With the hook (the README's HTTP hook, and
+// the command hook for CLIs without HTTP hooks) the collector's warn
+// reaches the model as a nudge with its next call: a model that obeys it
+// changes course before the kill point and is never blocked; one that
+// ignores it loops until the engine's kill, then its repeats are blocked
+// (3, --hook-patience 2) and it is killed. Without the hook the kill comes
+// with the export delay: 200 ms (the supervisor's default) against the
+// SDK's 5 s. Each run records its figures (figures_test.go).
 func TestClaudeCodeLoopIsStoppedWithinACall(t *testing.T) {
 	t.Parallel()
-	t.Run("a model that obeys the nudge changes course and is not killed", func(t *testing.T) {
-		t.Parallel()
-		r := runClaude(t, agentcli.Loop{Lead: ghLead, Repeat: ghLoop, Obeys: true, MaxRepeats: 60,
-			Then: []agentcli.Turn{agentcli.Bash("echo 'gh is not installed here' >> notes.md")}}, true)
-		if r.exit != 0 {
-			t.Fatalf("want the agent to finish by itself (exit 0), got %s", r)
-		}
-		if r.loopRuns > maxLoopRuns {
-			t.Errorf("the loop's call ran %d times, want ≤ %d\n%s", r.loopRuns, maxLoopRuns, r)
-		}
-		if strings.Contains(r.supLog, "stopping agent group") {
-			t.Errorf("an obeying agent was killed\n%s", r)
-		}
-		if strings.Contains(r.supLog, "kill ") && strings.Contains(r.supLog, " held:") && !strings.Contains(r.supLog, "withdrawn: the model changed course") {
-			t.Errorf("a held kill was not withdrawn\n%s", r)
-		}
-		t.Logf("obeying model: the loop's call ran %d times", r.loopRuns)
-	})
-	t.Run("a model that ignores the nudge is killed", func(t *testing.T) {
-		t.Parallel()
-		r := runClaude(t, agentcli.Loop{Lead: ghLead, Repeat: ghLoop, MaxRepeats: 60}, true)
-		if r.exit != 86 {
-			t.Fatalf("want exit 86 (killed on a verified loop kill), got %s", r)
-		}
-		if r.loopRuns > maxLoopRuns {
-			t.Errorf("the loop's call ran %d times, want ≤ %d\n%s", r.loopRuns, maxLoopRuns, r)
-		}
-		// The hook blocks the loop's calls from the warn on; the collector
-		// counts the refused calls (Claude Code's rejected tool_decision
-		// records) as the loop going on, and its kill is carried out at
-		// once or after the hook's patience of 2.
-		if n := blockedCalls(r.result); n < 1 {
-			t.Errorf("result line %q: want the hook's blocked calls counted", r.result)
-		}
-		t.Logf("ignoring model: the loop's call ran %d times; result %s", r.loopRuns, r.result)
-		// The README's third terminal: demowatch on the collector's file
-		// shows the verdicts decided on Claude Code's logs and the calls
-		// its hook refused.
-		watch, err := exec.Command(bins.demowatch, "--file", r.collector.traces).CombinedOutput()
-		if err != nil {
-			t.Fatalf("demowatch: %v\n%s", err, watch)
-		}
-		for _, want := range []string{"working -> stuck", ">>> KILL REQUESTED", "refused  Bash call not run: rejected by the agent's hook"} {
-			if !strings.Contains(string(watch), want) {
-				t.Errorf("demowatch output lacks %q:\n%s", want, watch)
+	for _, hook := range []supervisorHook{httpHook, commandHook} {
+		key := "claude." + map[supervisorHook]string{httpHook: "http", commandHook: "command"}[hook]
+		t.Run(hook.String()+": a model that obeys the nudge changes course and is not killed", func(t *testing.T) {
+			t.Parallel()
+			r := runClaude(t, agentcli.Loop{Lead: ghLead, Repeat: ghLoop, Obeys: true, MaxRepeats: 60, Then: ghThen}, hook)
+			o := measureLoop(t, r, len(ghLead))
+			t.Logf("obeying model, %s: %+v", hook, o)
+			if r.exit != 0 || r.killed() {
+				t.Fatalf("want the agent to finish by itself (exit 0), got %s", r)
 			}
-		}
-	})
-	t.Run("without the hook the kill comes within a call too", func(t *testing.T) {
+			if o.stuckRun == 0 || o.heardAfter == 0 || o.heardAfter != o.runs {
+				t.Errorf("want the collector's warn (stuck at run %d) to reach the model as a nudge with a run of the loop (heard after run %d of %d)\n%s", o.stuckRun, o.heardAfter, o.runs, r)
+			}
+			recordFigure(t, key+".obey.runs", float64(o.runs))
+			recordFigure(t, key+".obey.after_warn", float64(o.afterStuck))
+			recordFigure(t, key+".obey.blocked", float64(o.blocked))
+		})
+		t.Run(hook.String()+": a model that ignores the nudge is blocked, then killed", func(t *testing.T) {
+			t.Parallel()
+			r := runClaude(t, agentcli.Loop{Lead: ghLead, Repeat: ghLoop, MaxRepeats: 60}, hook)
+			o := measureLoop(t, r, len(ghLead))
+			t.Logf("ignoring model, %s: %+v; result %s", hook, o, r.result)
+			if r.exit != 86 {
+				t.Fatalf("want exit 86 (killed on a verified loop kill), got %s", r)
+			}
+			if o.killRun == 0 || r.stuckKills() != 1 {
+				t.Errorf("want one kill decided by the collector (at run %d; %d logged)\n%s", o.killRun, r.stuckKills(), r)
+			}
+			if o.heardAfter == 0 || o.heardAfter > o.killRun+1 {
+				t.Errorf("want the nudge to have reached the model before the kill (heard after run %d, kill at %d)\n%s", o.heardAfter, o.killRun, r)
+			}
+			recordFigure(t, "claude.decision.stuck_run", float64(o.stuckRun))
+			recordFigure(t, "claude.decision.kill_run", float64(o.killRun))
+			recordFigure(t, key+".ignore.runs", float64(o.runs))
+			recordFigure(t, key+".ignore.after_kill", float64(o.afterKill))
+			recordFigure(t, key+".ignore.blocked", float64(o.blocked))
+			if hook != commandHook {
+				return
+			}
+			// The README's third terminal: demowatch on the collector's file
+			// shows the verdicts decided on Claude Code's logs and the calls
+			// its hook refused.
+			watch, err := exec.Command(bins.demowatch, "--file", r.collector.traces).CombinedOutput()
+			if err != nil {
+				t.Fatalf("demowatch: %v\n%s", err, watch)
+			}
+			for _, want := range []string{"working -> stuck", ">>> KILL REQUESTED", "refused  Bash call not run: rejected by the agent's hook"} {
+				if !strings.Contains(string(watch), want) {
+					t.Errorf("demowatch output lacks %q:\n%s", want, watch)
+				}
+			}
+		})
+	}
+	t.Run("no hook, the supervisor's 200 ms export", func(t *testing.T) {
 		t.Parallel()
-		r := runClaude(t, agentcli.Loop{Lead: ghLead, Repeat: ghLoop, MaxRepeats: 60}, false)
+		r := runClaude(t, agentcli.Loop{Lead: ghLead, Repeat: ghLoop, MaxRepeats: 60}, noHook)
+		o := measureLoop(t, r, len(ghLead))
+		t.Logf("no hook, 200 ms export: %+v", o)
 		if r.exit != 86 {
 			t.Fatalf("want exit 86, got %s", r)
 		}
-		if r.loopRuns > maxLoopRunsNoHook {
-			t.Errorf("the loop's call ran %d times, want ≤ %d\n%s", r.loopRuns, maxLoopRunsNoHook, r)
-		}
-		t.Logf("no hook, fast export: the loop's call ran %d times", r.loopRuns)
+		recordFigure(t, "claude.nohook.export_200ms.runs", float64(o.runs))
 	})
-}
-
-// healthySession is 40 calls of ordinary coding work: reading around,
-// editing, running the tests after every edit (the same command, a
-// different outcome each time as the code changes), a failing then passing
-// build, grepping.
-func healthySession() agentcli.Model {
-	turns := []agentcli.Turn{
-		agentcli.Bash("mkdir -p src && printf 'package main\\n\\nfunc add(a, b int) int { return a - b }\\n' > src/add.go"),
-		agentcli.Bash("printf '#!/bin/sh\\ngrep -q \"a + b\" src/add.go && echo PASS || { echo FAIL: add; exit 1; }\\n' > test.sh && chmod +x test.sh"),
-		agentcli.Bash("ls -la"),
-		agentcli.Bash("./test.sh"),
-		agentcli.Call("Read", map[string]any{"file_path": "src/add.go"}),
-		agentcli.Call("Grep", map[string]any{"pattern": "func ", "path": "src"}),
-	}
-	for i := range 8 {
-		f := fmt.Sprintf("src/f%d.go", i)
-		turns = append(turns,
-			agentcli.Call("Write", map[string]any{"file_path": f, "content": fmt.Sprintf("package main\n\nfunc f%d() int { return %d }\n", i, i)}),
-			agentcli.Bash("./test.sh"),
-			agentcli.Bash(fmt.Sprintf("wc -l %s", f)),
-		)
-	}
-	turns = append(turns,
-		agentcli.Call("Edit", map[string]any{"file_path": "src/add.go", "old_string": "a - b", "new_string": "a + b"}),
-		agentcli.Bash("./test.sh"),
-		agentcli.Bash("git init -q . && git add -A && git commit -qm 'fix add' -c user.name=t -c user.email=t@example.com || true"),
-		agentcli.Bash("ls src | wc -l"),
-		agentcli.Call("Grep", map[string]any{"pattern": "return", "path": "src", "output_mode": "count"}),
-		agentcli.Bash("cat src/add.go"),
-		agentcli.Bash("./test.sh"),
-		agentcli.Bash("for i in 1 2 3; do echo page $i; done"),
-		agentcli.Call("Read", map[string]any{"file_path": "test.sh"}),
-		agentcli.Bash("echo done > STATUS"),
-	)
-	return agentcli.Script("The add bug is fixed and the tests pass.", turns...)
-}
-
-func TestClaudeCodeHealthySessionIsNeverBlocked(t *testing.T) {
-	t.Parallel()
-	r := runClaude(t, healthySession(), true)
-	if r.exit != 0 {
-		t.Fatalf("want the healthy agent to finish by itself (exit 0), got %s", r)
-	}
-	calls := 0
-	for _, e := range r.model.Exchanges() {
-		if e.Turn.Tool != nil {
-			calls++
+	t.Run("no hook, the SDK's 5 s export", func(t *testing.T) {
+		t.Parallel()
+		r := runClaude(t, agentcli.Loop{Lead: ghLead, Repeat: ghLoop, MaxRepeats: 60}, noHook, "--export-interval", "0")
+		o := measureLoop(t, r, len(ghLead))
+		if r.exit != 86 {
+			t.Fatalf("want exit 86, got %s", r)
 		}
-	}
-	if calls != 40 {
-		t.Errorf("the session made %d tool calls, want 40", calls)
-	}
-	if strings.Contains(r.supLog, "verified warn") || blockedCalls(r.supLog) > 0 || !strings.Contains(r.supLog, "its hook blocked 0 calls") {
-		t.Errorf("a healthy session was warned or blocked\n%s", r)
-	}
-	if strings.Contains(r.collector.LogText(), "Agent session stuck") {
-		t.Errorf("the collector found a healthy session stuck\n%s", r)
-	}
-}
-
-// TestClaudeCodeCallsBeforeKill measures (it checks nothing) how many times
-// an instant model's loop call runs before the kill, without the hook, with
-// the SDK's 5 s export delay and with the supervisor's 200 ms default:
-//
-//	LOOP_E2E_MEASURE_EXPORT=5 go test -run TestClaudeCodeCallsBeforeKill -v ./internal/e2e/
-func TestClaudeCodeCallsBeforeKill(t *testing.T) {
-	runs, _ := strconv.Atoi(os.Getenv("LOOP_E2E_MEASURE_EXPORT"))
-	if runs <= 0 {
-		t.Skip("a measurement: set LOOP_E2E_MEASURE_EXPORT=<runs>")
-	}
-	for _, interval := range []string{"0", "200ms"} {
-		var counts []int
-		for range runs {
-			r := runClaude(t, agentcli.Loop{Lead: ghLead, Repeat: ghLoop, MaxRepeats: 500}, false, "--export-interval", interval)
-			if r.exit != 86 {
-				t.Fatalf("--export-interval %s: want exit 86, got %s", interval, r)
-			}
-			counts = append(counts, r.loopRuns)
+		if len(r.loopTimes) != r.loopRuns || r.loopRuns < 2 {
+			t.Fatalf("the loop's %d runs recorded %d times\n%s", r.loopRuns, len(r.loopTimes), r)
 		}
-		t.Logf("--export-interval %s: the loop's call ran %v times before the kill", interval, counts)
-	}
+		pace := (r.loopTimes[len(r.loopTimes)-1] - r.loopTimes[0]) / float64(len(r.loopTimes)-1)
+		t.Logf("no hook, 5 s export: %+v, %.2f s a call", o, pace)
+		// The kill waits for the 5th call's record, held up to 5 s by the
+		// SDK; the calls that fit in that wait (and a second for the
+		// verdict and the kill) run meanwhile.
+		if limit := o.killRun + int(math.Ceil(6/pace)); o.runs > limit {
+			t.Errorf("the loop ran %d times at %.2f s a call; the 5 s export allows %d\n%s", o.runs, pace, limit, r)
+		}
+		recordFigure(t, "claude.nohook.export_5s.runs", float64(o.runs))
+		recordFigure(t, "claude.nohook.export_5s.call_s", math.Round(pace*10)/10)
+	})
 }

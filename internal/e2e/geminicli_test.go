@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/agentcli"
@@ -31,7 +30,7 @@ func runGemini(t *testing.T, model agentcli.Model, withHook bool, supArgs ...str
 
 // The incident's loop in Gemini CLI's tools.
 var (
-	geminiLoop = agentcli.Shell("echo run >> loop-runs; gh issue list")
+	geminiLoop = agentcli.Shell("date '+run %s.%N' >> loop-runs; gh issue list")
 	geminiLead = []agentcli.Turn{
 		agentcli.Shell("ls -la"),
 		agentcli.Shell("cat README.md 2>/dev/null || echo no readme"),
@@ -39,48 +38,48 @@ var (
 	}
 )
 
+// geminiThen is the obeying model's change of course.
+var geminiThen = []agentcli.Turn{agentcli.Shell("echo 'gh is not installed here' >> notes.md")}
+
+// TestGeminiCLILoopIsStoppedWithinACall: the incident's loop in Gemini CLI
+// with its BeforeTool and AfterTool command hooks. Gemini CLI reports no
+// results, so the collector's warn and kill both come at the 5th identical
+// call: the nudge reaches the model with the next call's result
+// (AfterTool) or, when the kill is already held, as the reason of the
+// first blocked repeat. Each run records its figures (figures_test.go).
 func TestGeminiCLILoopIsStoppedWithinACall(t *testing.T) {
 	t.Parallel()
 	t.Run("a model that obeys the nudge changes course and is not killed", func(t *testing.T) {
 		t.Parallel()
-		r := runGemini(t, agentcli.Loop{Lead: geminiLead, Repeat: geminiLoop, Obeys: true, MaxRepeats: 60,
-			Then: []agentcli.Turn{agentcli.Shell("echo 'gh is not installed here' >> notes.md")}}, true)
-		if r.exit != 0 {
+		r := runGemini(t, agentcli.Loop{Lead: geminiLead, Repeat: geminiLoop, Obeys: true, MaxRepeats: 60, Then: geminiThen}, true)
+		o := measureLoop(t, r, len(geminiLead))
+		t.Logf("obeying model: %+v", o)
+		if r.exit != 0 || r.killed() {
 			t.Fatalf("want the agent to finish by itself (exit 0), got %s", r)
 		}
-		if r.loopRuns > maxLoopRunsWithoutResults {
-			t.Errorf("the loop's call ran %d times, want ≤ %d\n%s", r.loopRuns, maxLoopRunsWithoutResults, r)
+		if o.heardAfter == 0 {
+			t.Errorf("the supervisor's word never reached the model\n%s", r)
 		}
-		if !strings.Contains(r.supLog, "exited by itself with code 0; its hook blocked ") || strings.Contains(r.supLog, "its hook blocked 0 calls") {
-			t.Errorf("want the hook to have blocked the loop's calls\n%s", r)
-		}
-		if strings.Contains(r.supLog, "stopping agent group") {
-			t.Errorf("an obeying agent was killed\n%s", r)
-		}
-		if strings.Contains(r.supLog, "kill ") && strings.Contains(r.supLog, " held:") && !strings.Contains(r.supLog, "withdrawn: the model changed course") {
-			t.Errorf("a held kill was not withdrawn\n%s", r)
-		}
-		// The model read the hook's reason as the result of its call.
-		saw := false
-		for _, e := range r.model.Exchanges() {
-			if strings.Contains(e.Conversation.Last().Content, agentcli.BlockedMarker) && e.Conversation.Last().IsError {
-				saw = true
-			}
-		}
-		if !saw {
-			t.Errorf("the model never saw the hook's reason as a failed call\n%s", r)
-		}
-		t.Logf("obeying model: the loop's call ran %d times", r.loopRuns)
+		recordFigure(t, "gemini.obey.runs", float64(o.runs))
+		recordFigure(t, "gemini.obey.blocked", float64(o.blocked))
 	})
-	t.Run("a model that ignores the nudge is killed", func(t *testing.T) {
+	t.Run("a model that ignores the nudge is blocked, then killed", func(t *testing.T) {
 		t.Parallel()
 		r := runGemini(t, agentcli.Loop{Lead: geminiLead, Repeat: geminiLoop, MaxRepeats: 60}, true)
+		o := measureLoop(t, r, len(geminiLead))
+		t.Logf("ignoring model: %+v; result %s", o, r.result)
 		if r.exit != 86 {
 			t.Fatalf("want exit 86 (killed on a verified loop kill), got %s", r)
 		}
-		if r.loopRuns > maxLoopRunsWithoutResults {
-			t.Errorf("the loop's call ran %d times, want ≤ %d\n%s", r.loopRuns, maxLoopRunsWithoutResults, r)
+		if o.killRun == 0 || r.stuckKills() != 1 {
+			t.Errorf("want one kill decided by the collector (at run %d; %d logged)\n%s", o.killRun, r.stuckKills(), r)
 		}
-		t.Logf("ignoring model: the loop's call ran %d times; result %s", r.loopRuns, r.result)
+		if o.stuckRun != o.killRun {
+			t.Errorf("want the warn and the kill at one call (no results), got stuck at run %d, kill at %d\n%s", o.stuckRun, o.killRun, r)
+		}
+		recordFigure(t, "gemini.decision.kill_run", float64(o.killRun))
+		recordFigure(t, "gemini.ignore.runs", float64(o.runs))
+		recordFigure(t, "gemini.ignore.after_kill", float64(o.afterKill))
+		recordFigure(t, "gemini.ignore.blocked", float64(o.blocked))
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/loopevent"
@@ -61,6 +62,12 @@ func binaries(t testing.TB) (collector, supervisor, agent string) {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if *update && code == 0 {
+		if err := writeFigures(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
 	builds.Remove()
 	os.Exit(code)
 }
@@ -171,6 +178,22 @@ func readExported(path string) (exported, error) {
 	var u ptrace.JSONUnmarshaler
 	for _, line := range bytes.Split(b, []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if bytes.Contains(line[:min(len(line), 32)], []byte(`"resourceLogs"`)) {
+			// The logs pipeline's line (Claude Code's records): its
+			// transitions are log records after the record that caused them.
+			ld, err := (&plog.JSONUnmarshaler{}).UnmarshalLogs(line)
+			if err != nil {
+				return x, fmt.Errorf("%s: %w", path, err)
+			}
+			evs, err := loopevent.FromLogs(ld)
+			if err != nil {
+				return x, fmt.Errorf("%s: %w", path, err)
+			}
+			for _, ev := range evs {
+				x.transitions = append(x.transitions, transition{Event: ev, SpanName: "(log record)"})
+			}
 			continue
 		}
 		td, err := u.UnmarshalTraces(line)

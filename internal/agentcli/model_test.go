@@ -1,0 +1,135 @@
+package agentcli
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// The requests below keep the shape Claude Code 2.1.332 and Gemini CLI
+// 0.61.0 sent with a PreToolUse/PostToolUse (Claude) or AfterTool (Gemini)
+// hook that printed additionalContext, cut to the fields read here.
+
+func TestConversationReadsHookContext(t *testing.T) {
+	tests := []struct {
+		name        string
+		conv        func(t *testing.T) Conversation
+		wantContent []string
+		wantContext []string
+	}{
+		{
+			name: "Claude Code: a system message after the result, as a string and as text blocks",
+			conv: func(t *testing.T) Conversation {
+				return claudeConversation(t, `{"model":"m","messages":[
+					{"role":"user","content":[{"type":"text","text":"<system-reminder>x</system-reminder>"},{"type":"text","text":"hi"}]},
+					{"role":"assistant","content":[{"type":"tool_use","id":"toolu_0000","name":"Bash","input":{}}]},
+					{"role":"user","content":[{"tool_use_id":"toolu_0000","type":"tool_result","content":"one","is_error":false}]},
+					{"role":"system","content":"PreToolUse:Bash hook additional context: A\n\nPostToolUse:Bash hook additional context: B"},
+					{"role":"assistant","content":[{"type":"tool_use","id":"toolu_0001","name":"Bash","input":{}}]},
+					{"role":"user","content":[{"tool_use_id":"toolu_0001","type":"tool_result","content":"two","is_error":true}]},
+					{"role":"system","content":[{"type":"text","text":"PreToolUse:Bash hook additional context: C","cache_control":{"type":"ephemeral"}}]}]}`)
+			},
+			wantContent: []string{"one", "two"},
+			wantContext: []string{"PreToolUse:Bash hook additional context: A\n\nPostToolUse:Bash hook additional context: B", "PreToolUse:Bash hook additional context: C"},
+		},
+		{
+			name: "Claude Code: the system prompt before any result is no hook context",
+			conv: func(t *testing.T) Conversation {
+				return claudeConversation(t, `{"model":"m","messages":[
+					{"role":"user","content":"hi"},
+					{"role":"system","content":"# Environment"},
+					{"role":"assistant","content":[{"type":"tool_use","id":"toolu_0000","name":"Bash","input":{}}]},
+					{"role":"user","content":[{"tool_use_id":"toolu_0000","type":"tool_result","content":"one"}]}]}`)
+			},
+			wantContent: []string{"one"},
+			wantContext: []string{""},
+		},
+		{
+			name: "Claude Code: text after a result in the same user message",
+			conv: func(t *testing.T) Conversation {
+				return claudeConversation(t, `{"model":"m","messages":[
+					{"role":"user","content":"hi"},
+					{"role":"user","content":[{"tool_use_id":"t0","type":"tool_result","content":[{"type":"text","text":"out"}]},{"type":"text","text":"note"}]}]}`)
+			},
+			wantContent: []string{"out"},
+			wantContext: []string{"note"},
+		},
+		{
+			name: "Gemini CLI: an AfterTool hook's context inside the output",
+			conv: func(t *testing.T) Conversation {
+				return geminiConversation(t, `{"contents":[
+					{"role":"user","parts":[{"text":"hi"}]},
+					{"role":"user","parts":[{"functionResponse":{"id":"toolu_0000","name":"run_shell_command","response":{"output":"<untrusted_context>\nOutput: one\n</untrusted_context>\n\n<hook_context>N</hook_context>"}}}]},
+					{"role":"user","parts":[{"functionResponse":{"id":"toolu_0001","name":"run_shell_command","response":{"output":"plain"}}}]},
+					{"role":"user","parts":[{"functionResponse":{"id":"toolu_0002","name":"run_shell_command","response":{"error":"Tool execution blocked: Blocked by loopsupervisor: x"}}}]}]}`)
+			},
+			wantContent: []string{"<untrusted_context>\nOutput: one\n</untrusted_context>", "plain", "Tool execution blocked: Blocked by loopsupervisor: x"},
+			wantContext: []string{"N", "", ""},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := tt.conv(t)
+			if len(c.Results) != len(tt.wantContent) {
+				t.Fatalf("got %d results, want %d: %+v", len(c.Results), len(tt.wantContent), c.Results)
+			}
+			for i, r := range c.Results {
+				if r.Content != tt.wantContent[i] || r.Context != tt.wantContext[i] {
+					t.Errorf("result %d: content %q context %q, want %q and %q", i, r.Content, r.Context, tt.wantContent[i], tt.wantContext[i])
+				}
+			}
+		})
+	}
+}
+
+func claudeConversation(t *testing.T, body string) Conversation {
+	t.Helper()
+	var r messagesRequest
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r.conversation()
+}
+
+func geminiConversation(t *testing.T, body string) Conversation {
+	t.Helper()
+	var r geminiRequest
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r.conversation()
+}
+
+func TestLoopObeysTheSupervisorsWord(t *testing.T) {
+	lead := []Turn{Bash("ls")}
+	loop := Bash("gh issue list")
+	then := Bash("echo fixed")
+	nudge := NudgeMarker + " try something else"
+	tests := []struct {
+		name    string
+		obeys   bool
+		results []ToolResult
+		want    Turn
+	}{
+		{"the lead comes first", true, nil, lead[0]},
+		{"no word yet: repeat", true, []ToolResult{{Content: "ls"}, {Content: "gh: not found"}}, loop},
+		{"a nudge with a result: change course", true, []ToolResult{{Content: "ls"}, {Content: "gh: not found", Context: "PreToolUse:Bash hook additional context: " + nudge}}, then},
+		{"a blocked call: change course", true, []ToolResult{{Content: "ls"}, {Content: BlockedMarker + ": x", IsError: true}}, then},
+		{"after the change: done", true, []ToolResult{{Content: "ls"}, {Content: "x", Context: nudge}, {Content: "fixed"}}, Done("changed course after the loop warning")},
+		{"an ignoring model repeats after a nudge", false, []ToolResult{{Content: "ls"}, {Content: "x", Context: nudge}}, loop},
+		{"an ignoring model gives up at MaxRepeats", false, []ToolResult{{Content: "ls"}, {Content: "x"}, {Content: "x"}, {Content: "x"}}, Done("gave up")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := Loop{Lead: lead, Repeat: loop, Obeys: tt.obeys, Then: []Turn{then}, MaxRepeats: 3}
+			got := m.Next(Conversation{Results: tt.results})
+			if gotJSON, wantJSON := turnJSON(got), turnJSON(tt.want); gotJSON != wantJSON {
+				t.Errorf("got %s, want %s", gotJSON, wantJSON)
+			}
+		})
+	}
+}
+
+func turnJSON(t Turn) string {
+	b, _ := json.Marshal(t)
+	return string(b)
+}
