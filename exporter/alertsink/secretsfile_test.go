@@ -43,6 +43,8 @@ func killConfig(file string, inline ...string) *Config {
 // environment's; a file group or others can read, or that is missing,
 // empty or a directory, is refused with an error naming
 // kill.secrets_file — never the secret.
+//
+//nolint:funlen // one table of cases, read top to bottom
 func TestKillSecretFromAPrivateFile(t *testing.T) {
 	key1, err := stdwebhook.ParseSecret(testSecret)
 	require.NoError(t, err)

@@ -50,6 +50,8 @@ func startTraces(t *testing.T, path string, edit func(*fileexporter.Config)) err
 // another mode, or in a directory create_directory makes; a path that is
 // a symbolic link or a directory is refused before anything is written,
 // and so is rotation (whose writer makes its files 0644).
+//
+//nolint:funlen // one table of cases, read top to bottom
 func TestOutputFileIsPrivate(t *testing.T) {
 	for _, tc := range []struct {
 		name string

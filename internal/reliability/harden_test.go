@@ -30,8 +30,8 @@ import (
 // secret from a secrets file.
 type privateCollector struct {
 	*testproc.Proc
-	otlp                  int
-	traces, queue, secret string
+	otlp          int
+	traces, queue string
 }
 
 // privateRun describes one run of testdata/private.yaml.

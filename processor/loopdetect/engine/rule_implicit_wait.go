@@ -366,15 +366,6 @@ func (s *session) waitHeld() bool {
 	return s.x != nil && s.x.wait != nil && s.x.wait.coveredAt == s.total && s.x.wait.slots[s.x.wait.covered].state == slotRunning
 }
 
-// heldSlot is the slot of the implicit lease that covered the newest call,
-// whatever its deadline (nil when none did).
-func (s *session) heldSlot() *waitSlot {
-	if !s.waitHeld() {
-		return nil
-	}
-	return &s.x.wait.slots[s.x.wait.covered]
-}
-
 // explainImplicit writes the waiting verdict of an implicit lease.
 func explainImplicit(b *strings.Builder, sl *waitSlot) {
 	fmt.Fprintf(b, "waiting: polling %q, which reports its job pending (implicit lease: poll %d of %d, until %s)",

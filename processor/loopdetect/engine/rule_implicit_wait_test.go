@@ -78,6 +78,8 @@ func brief(tr []Transition) []string {
 // TestImplicitLease: a poll that itself waits, on a job its result reports
 // pending, is waiting; the same polls without the wait, with a done or an
 // unrecognised result, or past the lease's bounds are read as before.
+//
+//nolint:funlen // one table of cases, read top to bottom
 func TestImplicitLease(t *testing.T) {
 	for _, tc := range []struct {
 		name  string

@@ -12,6 +12,8 @@ import (
 // retrying (retryPolicyRule); the same run over the budget, faster than
 // the backoff or with a non-retryable class is stuck with that reason
 // (failedRepetitionRule).
+//
+//nolint:funlen // one table of cases, read top to bottom
 func TestRetryPolicyJudgesARunOfIdenticalFailures(t *testing.T) {
 	// backoff is the default policy's schedule: 2 s, 4 s, 8 s, 16 s, 32 s apart.
 	backoff := []time.Duration{0, 2 * time.Second, 6 * time.Second, 14 * time.Second, 30 * time.Second, 62 * time.Second}

@@ -56,9 +56,8 @@ type shWord struct {
 
 // cmdScan reads one command line.
 type cmdScan struct {
-	buf   []byte
-	words []shWord
-	wait  commandWait
+	buf  []byte
+	wait commandWait
 	// loops counts the until/while/for loops the scan is inside.
 	loops  int
 	budget int
@@ -383,7 +382,7 @@ func plainWord(w string) bool {
 	}
 	for i := 0; i < len(w); i++ {
 		c := w[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' && c != '_' && c != '.' {
 			return false
 		}
 	}
@@ -405,7 +404,8 @@ func isAssignment(w string) bool {
 	}
 	for i := 0; i < eq; i++ {
 		c := w[i]
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+		letter := c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !letter && (i == 0 || c < '0' || c > '9') {
 			return false
 		}
 	}
