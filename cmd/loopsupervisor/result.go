@@ -50,8 +50,11 @@ func (s *supervisor) finish(r result) {
 		// 0600: the line holds the instance id, the kill capability.
 		f, err := os.OpenFile(s.opt.resultFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err == nil {
-			_, err = f.Write(line)
-			_ = f.Sync()
+			// A file that was there before keeps its mode: make it private.
+			if err = f.Chmod(0o600); err == nil {
+				_, err = f.Write(line)
+				_ = f.Sync()
+			}
 			_ = f.Close()
 		}
 		if err != nil {

@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -122,4 +123,19 @@ func TestAgentNamesItsSupervisorInItsResource(t *testing.T) {
 	env := agentEnv([]string{"OTEL_RESOURCE_ATTRIBUTES=team=a,loopsupervisor.listen=127.0.0.1:1"}, "inst-x", "")
 	env = withRoute(env, "127.0.0.1:8788")
 	assert.Contains(t, env, "OTEL_RESOURCE_ATTRIBUTES=team=a,service.instance.id=inst-x,loopsupervisor.listen=127.0.0.1:8788", "an inherited name is replaced")
+}
+
+// A result file that was there before, readable by others, is private
+// once the result line (which holds the instance id) is in it.
+func TestPreExistingResultFileBecomesPrivate(t *testing.T) {
+	h := start(t, `echo "$$ 0" > "$1/pids"; exec sleep 300`, "--grace", "1s")
+	h.pids()
+	require.NoError(t, os.WriteFile(h.result, nil, 0o644))
+	require.NoError(t, os.Chmod(h.result, 0o644))
+	code, _ := h.send(killSpec{id: "ld_rf_1", instance: "inst-" + t.Name(), action: "kill"})
+	require.Equal(t, 200, code)
+	waitFile(t, h.result, 10*time.Second)
+	fi, err := os.Stat(h.result)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 }
