@@ -172,12 +172,7 @@ func (s *supervisor) kill(msg webhook.Message) bool {
 // command, in the background so the webhook is answered at once, with the
 // verdict in its environment. Without --on-warn the warn is only logged.
 func (s *supervisor) warn(w http.ResponseWriter, msg webhook.Message, body []byte, now time.Time) {
-	if !now.Before(msg.Body.ExpiresAt) {
-		s.answer(w, http.StatusOK, reply{Result: "expired"})
-		return
-	}
-	if !s.matches(msg.Body.Target) {
-		s.answer(w, http.StatusOK, reply{Result: "not_running"})
+	if !s.forOurAgent(w, msg, now) {
 		return
 	}
 	s.log.Printf("verified warn %s (%s): %s", msg.Body.ID, msg.Body.Transition.Reason, msg.Body.Transition.Explanation)
@@ -210,12 +205,7 @@ func (s *supervisor) warn(w http.ResponseWriter, msg webhook.Message, body []byt
 // recover handles the engine's word that a warned session left its loop:
 // its nudge, its held kill and its blocks end at once.
 func (s *supervisor) recover(w http.ResponseWriter, msg webhook.Message, now time.Time) {
-	if !now.Before(msg.Body.ExpiresAt) {
-		s.answer(w, http.StatusOK, reply{Result: "expired"})
-		return
-	}
-	if !s.matches(msg.Body.Target) {
-		s.answer(w, http.StatusOK, reply{Result: "not_running"})
+	if !s.forOurAgent(w, msg, now) {
 		return
 	}
 	if s.book.recover(msg.Body.Session.Key) {
@@ -227,18 +217,27 @@ func (s *supervisor) recover(w http.ResponseWriter, msg webhook.Message, now tim
 // seen records the collector's announcement that it receives the agent's
 // telemetry.
 func (s *supervisor) seen(w http.ResponseWriter, msg webhook.Message, now time.Time) {
-	if !now.Before(msg.Body.ExpiresAt) {
-		s.answer(w, http.StatusOK, reply{Result: "expired"})
-		return
-	}
-	if !s.matches(msg.Body.Target) {
-		s.answer(w, http.StatusOK, reply{Result: "not_running"})
+	if !s.forOurAgent(w, msg, now) {
 		return
 	}
 	if s.watch.sawTelemetry() {
 		s.log.Printf("watched: the collector receives the agent's telemetry (%s)", msg.Body.ID)
 	}
 	s.answer(w, http.StatusOK, reply{Result: "watched"})
+}
+
+// forOurAgent reports whether a notice is still valid and names our agent;
+// otherwise it has answered it (expired, not_running).
+func (s *supervisor) forOurAgent(w http.ResponseWriter, msg webhook.Message, now time.Time) bool {
+	if !now.Before(msg.Body.ExpiresAt) {
+		s.answer(w, http.StatusOK, reply{Result: "expired"})
+		return false
+	}
+	if !s.matches(msg.Body.Target) {
+		s.answer(w, http.StatusOK, reply{Result: "not_running"})
+		return false
+	}
+	return true
 }
 
 // matches reports whether a notice's target is our agent. The unguessable

@@ -3,6 +3,7 @@ package alert
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -144,47 +145,32 @@ func (p *Policy) Records(ev *loopevent.Event, route string, now time.Time) ([]Re
 	}
 	var recs []Record
 	kill := p.Kill && p.routesTo(route)
+	exp := decided.Add(p.KillTTL)
+	live := now.Before(exp)
 	// The warn goes first: a transition that enters stuck and kills at once
-	// still reaches the supervisor as warn, then kill.
-	if kill && p.WarnOn[ev.To] && ev.From != ev.To {
-		exp := decided.Add(p.KillTTL)
-		if now.Before(exp) {
-			b := NewBody(ev, webhookbody.TypeWarn, decided, exp, p.KillKey)
-			b.Target.ServiceInstanceID = ""
-			raw, err := Marshal(&b)
-			if err != nil {
-				return nil, out, fmt.Errorf("alert_sink: rendering warn body: %w", err)
-			}
-			recs = append(recs, Record{Dest: DestKill, WebhookID: ev.ID + ".warn", EventID: ev.ID, Type: webhookbody.TypeWarn, ExpiresAt: exp, Body: raw})
+	// still reaches the supervisor as warn, then kill. Leaving a warned
+	// state on new evidence (recover) ends what the warn started at the
+	// supervisor: its nudge and any call its agent's hook would block.
+	for _, n := range [...]struct {
+		typ  string
+		want bool
+	}{
+		{webhookbody.TypeWarn, p.WarnOn[ev.To] && ev.From != ev.To},
+		{webhookbody.TypeRecover, p.WarnOn[ev.From] && !p.WarnOn[ev.To]},
+		{webhookbody.TypeKill, ev.Kill && !ev.DryRun},
+	} {
+		if !kill || !n.want {
+			continue
 		}
-	}
-	// Leaving a warned state on new evidence ends what the warn started at
-	// the supervisor: its nudge and any call its agent's hook would block.
-	if kill && p.WarnOn[ev.From] && !p.WarnOn[ev.To] {
-		exp := decided.Add(p.KillTTL)
-		if now.Before(exp) {
-			b := NewBody(ev, webhookbody.TypeRecover, decided, exp, p.KillKey)
-			b.Target.ServiceInstanceID = ""
-			raw, err := Marshal(&b)
-			if err != nil {
-				return nil, out, fmt.Errorf("alert_sink: rendering recover body: %w", err)
-			}
-			recs = append(recs, Record{Dest: DestKill, WebhookID: ev.ID + ".recover", EventID: ev.ID, Type: webhookbody.TypeRecover, ExpiresAt: exp, Body: raw})
+		if !live {
+			out.Expired = out.Expired || n.typ == webhookbody.TypeKill
+			continue
 		}
-	}
-	if kill && ev.Kill && !ev.DryRun {
-		exp := decided.Add(p.KillTTL)
-		if !now.Before(exp) {
-			out.Expired = true
-		} else {
-			b := NewBody(ev, webhookbody.TypeKill, decided, exp, p.KillKey)
-			b.Target.ServiceInstanceID = ""
-			raw, err := Marshal(&b)
-			if err != nil {
-				return nil, out, fmt.Errorf("alert_sink: rendering kill body: %w", err)
-			}
-			recs = append(recs, Record{Dest: DestKill, WebhookID: ev.ID + ".kill", EventID: ev.ID, Type: webhookbody.TypeKill, ExpiresAt: exp, Body: raw})
+		r, err := p.killRecord(ev, n.typ, decided, exp)
+		if err != nil {
+			return nil, out, err
 		}
+		recs = append(recs, r)
 	}
 	if p.Alerts {
 		if (p.States == nil || p.States[ev.To]) && (p.Reasons == nil || p.Reasons[ev.Reason]) {
@@ -211,6 +197,19 @@ func (p *Policy) Records(ev *loopevent.Event, route string, now time.Time) ([]Re
 		}
 	}
 	return recs, out, nil
+}
+
+// killRecord renders one notice of type typ to the kill destination; the
+// agent is named only by its digest under the kill key.
+func (p *Policy) killRecord(ev *loopevent.Event, typ string, decided, exp time.Time) (Record, error) {
+	b := NewBody(ev, typ, decided, exp, p.KillKey)
+	b.Target.ServiceInstanceID = ""
+	raw, err := Marshal(&b)
+	if err != nil {
+		return Record{}, fmt.Errorf("alert_sink: rendering %s body: %w", typ, err)
+	}
+	suffix := strings.TrimPrefix(typ, "loop.")
+	return Record{Dest: DestKill, WebhookID: ev.ID + "." + suffix, EventID: ev.ID, Type: typ, ExpiresAt: exp, Body: raw}, nil
 }
 
 // routesTo reports whether notices of an agent whose resource names route
