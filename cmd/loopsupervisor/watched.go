@@ -146,6 +146,12 @@ func withClaudeTelemetry(env, argv []string) []string {
 		if set[k] || (k == "OTEL_EXPORTER_OTLP_ENDPOINT" && anyEndpoint) {
 			continue
 		}
+		// A user who chose Claude Code's traces (the beta whose tool spans
+		// carry results) gets no logs beside them: each call would reach
+		// the collector twice, apart, and be judged one copy at a time.
+		if k == "OTEL_LOGS_EXPORTER" && set["OTEL_TRACES_EXPORTER"] {
+			continue
+		}
 		env = append(env, kv)
 	}
 	return env

@@ -71,6 +71,8 @@ func TestClaudeTelemetryIsSetUnlessTheUserSetIt(t *testing.T) {
 	}{
 		{"not Claude Code: unchanged", []string{"PATH=/bin"}, []string{"python3"}, []string{"PATH=/bin"}},
 		{"Claude Code: all of them", []string{"PATH=/bin"}, claude, append([]string{"PATH=/bin"}, claudeTelemetry...)},
+		{"Claude Code on its traces: no logs beside them", []string{"OTEL_TRACES_EXPORTER=otlp"}, claude,
+			[]string{"OTEL_TRACES_EXPORTER=otlp", "CLAUDE_CODE_ENABLE_TELEMETRY=1", "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "OTEL_LOG_TOOL_DETAILS=1", "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318"}},
 		{"the user's settings stand", []string{"OTEL_LOGS_EXPORTER=console", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT=http://10.0.0.1:4318/v1/logs"}, claude,
 			[]string{"OTEL_LOGS_EXPORTER=console", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT=http://10.0.0.1:4318/v1/logs", "CLAUDE_CODE_ENABLE_TELEMETRY=1", "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "OTEL_LOG_TOOL_DETAILS=1"}},
 	}
