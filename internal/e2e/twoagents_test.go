@@ -27,34 +27,10 @@ import (
 // away.
 func TestTwoAgentsEachKilledByItsOwnSupervisor(t *testing.T) {
 	t.Parallel()
-	bin, supBin, agentBin := binaries(t)
-	root, err := testproc.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, supBin, agentBin := binaries(t)
 	dir := t.TempDir()
-	secret := testproc.NewSecret(t)
 	ports := []int{testproc.FreePort(t), testproc.FreePort(t)}
-	otlp, health := testproc.FreePort(t), testproc.FreePort(t)
-	env := []string{
-		"LOOPDETECT_WEBHOOK_SECRET=" + secret,
-		"LOOPSUPERVISOR_PORT=" + strconv.Itoa(ports[0]),
-		"LOOPSUPERVISOR_PORT_2=" + strconv.Itoa(ports[1]),
-		"LOOP_OTLP_HTTP_PORT=" + strconv.Itoa(otlp),
-		"LOOP_OTLP_GRPC_PORT=" + strconv.Itoa(testproc.FreePort(t)),
-		"LOOP_HEALTH_PORT=" + strconv.Itoa(health),
-		"LOOP_METRICS_PORT=" + strconv.Itoa(testproc.FreePort(t)),
-		"LOOP_TRACES_FILE=" + filepath.Join(dir, "traces.jsonl"),
-	}
-	col := testproc.Start(t, dir, "collector", env, "", bin, "--config", filepath.Join(root, "config", "local.yaml"),
-		"--config", filepath.Join(root, "config", "overlays", "second-agent.yaml"))
-	col.LogTail = 6000
-	col.WaitHealthy(t, health, 30*time.Second)
-
-	secrets := filepath.Join(dir, "loopsupervisor.secrets")
-	if err := os.WriteFile(secrets, []byte(secret+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	col, otlp, secrets := startOverlayCollector(t, dir, ports[0], ports[1])
 	sups := make([]*testproc.Proc, 2)
 	results := make([]string, 2)
 	for i, port := range ports {
@@ -89,13 +65,8 @@ func TestTwoAgentsEachKilledByItsOwnSupervisor(t *testing.T) {
 // (kill.only_named_agents), so it learns no instance id to forge spans with.
 func TestSquatterOnAFreeSupervisorPortLearnsNothing(t *testing.T) {
 	t.Parallel()
-	bin, supBin, agentBin := binaries(t)
-	root, err := testproc.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, supBin, agentBin := binaries(t)
 	dir := t.TempDir()
-	secret := testproc.NewSecret(t)
 	var mu sync.Mutex
 	var received []string
 	squatter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -106,25 +77,8 @@ func TestSquatterOnAFreeSupervisorPortLearnsNothing(t *testing.T) {
 	}))
 	t.Cleanup(squatter.Close)
 	squatPort := squatter.Listener.Addr().(*net.TCPAddr).Port
-	ownPort, otlp, health := testproc.FreePort(t), testproc.FreePort(t), testproc.FreePort(t)
-	env := []string{
-		"LOOPDETECT_WEBHOOK_SECRET=" + secret,
-		"LOOPSUPERVISOR_PORT=" + strconv.Itoa(ownPort),
-		"LOOPSUPERVISOR_PORT_2=" + strconv.Itoa(squatPort),
-		"LOOP_OTLP_HTTP_PORT=" + strconv.Itoa(otlp),
-		"LOOP_OTLP_GRPC_PORT=" + strconv.Itoa(testproc.FreePort(t)),
-		"LOOP_HEALTH_PORT=" + strconv.Itoa(health),
-		"LOOP_METRICS_PORT=" + strconv.Itoa(testproc.FreePort(t)),
-		"LOOP_TRACES_FILE=" + filepath.Join(dir, "traces.jsonl"),
-	}
-	col := testproc.Start(t, dir, "collector", env, "", bin, "--config", filepath.Join(root, "config", "local.yaml"),
-		"--config", filepath.Join(root, "config", "overlays", "second-agent.yaml"))
-	col.LogTail = 6000
-	col.WaitHealthy(t, health, 30*time.Second)
-	secrets := filepath.Join(dir, "loopsupervisor.secrets")
-	if err := os.WriteFile(secrets, []byte(secret+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	ownPort := testproc.FreePort(t)
+	col, otlp, secrets := startOverlayCollector(t, dir, ownPort, squatPort)
 	result := filepath.Join(dir, "result")
 	sup := testproc.Start(t, dir, "supervisor",
 		[]string{fmt.Sprintf("OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:%d", otlp)}, result,
@@ -151,4 +105,38 @@ func TestSquatterOnAFreeSupervisorPortLearnsNothing(t *testing.T) {
 			t.Errorf("the squatter learnt the agent's instance id")
 		}
 	}
+}
+
+// startOverlayCollector runs the collector on config/local.yaml with
+// config/overlays/second-agent.yaml, kills going to the two supervisor
+// ports, and writes the kill secret into a 0600 secrets file for the
+// supervisors. It returns the collector, its OTLP/HTTP port and the file.
+func startOverlayCollector(t *testing.T, dir string, port1, port2 int) (col *testproc.Proc, otlp int, secrets string) {
+	t.Helper()
+	bin, _, _ := binaries(t)
+	root, err := testproc.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := testproc.NewSecret(t)
+	otlp, health := testproc.FreePort(t), testproc.FreePort(t)
+	env := []string{
+		"LOOPDETECT_WEBHOOK_SECRET=" + secret,
+		"LOOPSUPERVISOR_PORT=" + strconv.Itoa(port1),
+		"LOOPSUPERVISOR_PORT_2=" + strconv.Itoa(port2),
+		"LOOP_OTLP_HTTP_PORT=" + strconv.Itoa(otlp),
+		"LOOP_OTLP_GRPC_PORT=" + strconv.Itoa(testproc.FreePort(t)),
+		"LOOP_HEALTH_PORT=" + strconv.Itoa(health),
+		"LOOP_METRICS_PORT=" + strconv.Itoa(testproc.FreePort(t)),
+		"LOOP_TRACES_FILE=" + filepath.Join(dir, "traces.jsonl"),
+	}
+	col = testproc.Start(t, dir, "collector", env, "", bin, "--config", filepath.Join(root, "config", "local.yaml"),
+		"--config", filepath.Join(root, "config", "overlays", "second-agent.yaml"))
+	col.LogTail = 6000
+	col.WaitHealthy(t, health, 30*time.Second)
+	secrets = filepath.Join(dir, "loopsupervisor.secrets")
+	if err := os.WriteFile(secrets, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return col, otlp, secrets
 }
