@@ -8,7 +8,7 @@
 #
 #   scripts/bench-instructions.sh <test binary> <-test.bench regex> [ops] [more test flags]
 #
-# Run it from the benchmark's package directory (the engine's read testdata
+# Run it from the benchmark's package directory (the canonicalizer's read testdata
 # by relative path), on binaries built with go test -c -trimpath. It runs the
 # benchmark at ops+1000 and 2*ops+1000 iterations with the GC off (the code
 # measured allocates nothing, the set-up a varying amount) and prints the

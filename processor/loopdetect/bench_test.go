@@ -35,6 +35,7 @@ import (
 	"github.com/otelcol-loop/otelcol-loop/internal/benchdata"
 	"github.com/otelcol-loop/otelcol-loop/internal/loopevent"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect"
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/canon"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/pdataspan"
@@ -380,8 +381,9 @@ var sinkBool bool
 //   - floor-read:       Attributes().Get("gen_ai.operation.name") on a chat span
 //   - classify-nontool: extract.Classify on the same chat span (what a non-tool span costs loop_detect)
 //   - extract-tool:     extract.Extract of an execute_tool span (attributes + both canonical digests)
+//   - screen-tool:      the prefilter's screen of that span, the pass before extraction
 func BenchmarkSpan(b *testing.B) {
-	x := extract.New(extract.DefaultKeys(), engine.NewNormalizer(engine.DefaultNormalizerConfig()))
+	x := extract.New(extract.DefaultKeys(), canon.NewNormalizer(canon.DefaultNormalizerConfig()))
 	chat, res := oneSpan(false)
 	tool, tres := oneSpan(true)
 	b.Run("op=floor-read", func(b *testing.B) {
@@ -403,6 +405,13 @@ func BenchmarkSpan(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
 			sinkBool, _ = extract.Extract(x, pdataspan.Span{S: tool, Res: tres}, &sc, &c)
+		}
+	})
+	b.Run("op=screen-tool", func(b *testing.B) {
+		pre := pdataspan.NewPrefilter(x.Keys())
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			sinkBool = pre.Screen(tool).MaybeTool
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/collector/config/configopaque"
 
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/canon"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
 )
@@ -24,9 +25,12 @@ type Config struct {
 	// span, then the resource; none (default) means the trace id.
 	Session SessionConfig `mapstructure:"session"`
 	// Normalizer configures argument and result canonicalization.
-	Normalizer engine.NormalizerConfig `mapstructure:"normalizer"`
+	Normalizer canon.NormalizerConfig `mapstructure:"normalizer"`
 	// Config holds the session table's and the rules' settings, their keys
-	// at the top level (max_sessions, frequent_identical, kill, …).
+	// at the top level (max_sessions, one key per rule, kill, …); defaults
+	// in engine.DefaultConfig. confmap.Validate reaches its Validate, and
+	// puts the field's name in front of its errors ("config: history_size
+	// must be in 2..1024, got 1"): confmap names an embedded field so.
 	engine.Config `mapstructure:",squash"`
 	// DigestKey keys the evidence digests written into events (HMAC).
 	// Usually ${env:LOOPDETECT_DIGEST_KEY}. Default empty (digests still
@@ -46,6 +50,9 @@ type Config struct {
 
 	// observer, when set by ObserveCalls, sees every tool call read (replay audits).
 	observer func(*Observation)
+	// deprecated lists the old keys the configuration used, for the
+	// warnings the processor logs when it is created (warnDeprecated).
+	deprecated []renamedKey
 }
 
 // SessionConfig chooses the session key.
@@ -58,7 +65,7 @@ type SessionConfig struct {
 func createDefaultConfig() *Config {
 	return &Config{
 		Attributes:   extract.DefaultKeys(),
-		Normalizer:   engine.DefaultNormalizerConfig(),
+		Normalizer:   canon.DefaultNormalizerConfig(),
 		Config:       engine.DefaultConfig(),
 		TickInterval: time.Second,
 	}
@@ -81,16 +88,16 @@ func (c *Config) keys() extract.Keys {
 	return k
 }
 
-// Validate checks the configuration; errors name the YAML key and value.
-// The attribute lists validate themselves (extract.Keys.Validate), reached
-// by confmap.Validate like every nested config; the engine's parts are
-// checked here (engine.Config.Check says why).
+// Validate checks the processor's own settings; errors name the YAML key
+// and value. It leaves the engine's, the normalizer's and the attribute
+// lists' settings to their own Validate methods, which confmap.Validate
+// calls as it walks the configuration: calling them here too would report
+// each of their errors twice.
 func (c *Config) Validate() error {
 	var errs []error
 	if c.Attributes.Session != nil {
 		errs = append(errs, fmt.Errorf("attributes.session %q is not read: the session key is configured with session.keys (move the list there)", c.Attributes.Session))
 	}
-	errs = append(errs, c.Check(), c.Normalizer.Check())
 	if c.TickInterval <= 0 {
 		errs = append(errs, fmt.Errorf("tick_interval must be positive, got %s", c.TickInterval))
 	}

@@ -1,7 +1,6 @@
 package loopdetect
 
 import (
-	"encoding"
 	"fmt"
 	"reflect"
 	"strings"
@@ -10,22 +9,15 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 )
 
-var (
-	durationType        = reflect.TypeFor[time.Duration]()
-	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
-)
+var durationType = reflect.TypeFor[time.Duration]()
 
-// Unmarshal decodes conf into c. It first checks every scalar the YAML sets
-// (durations, numbers, booleans) against its field, because the decoder's
-// own errors leave the value out ("'backstop' time: unknown unit"): a user
-// who wrote `backstop: 2 hours` should read the key, the value and what
-// would have been accepted.
-func (c *Config) Unmarshal(conf *confmap.Conf) error {
-	if err := checkScalars(conf, reflect.TypeOf(c).Elem(), ""); err != nil {
-		return err
-	}
-	return conf.Unmarshal(c)
-}
+// The decoder's own errors for a scalar of the wrong kind leave the value
+// out ("'backstop.max_duration' time: missing unit in duration", "'history_size'
+// expected type 'int', got unconvertible type 'string'"), and it truncates a
+// fraction given for a count (frequent_identical.threshold: 4.5 becomes 4)
+// without a word. Unmarshal therefore checks every scalar the YAML sets
+// against its field first, so that a user who wrote `max_duration: 2 hours`
+// reads the key, the value and what would have been accepted.
 
 // checkScalars walks t's mapstructure fields under prefix (a confmap key
 // path, "::"-separated) and returns the first value of the wrong kind.
@@ -68,8 +60,6 @@ func checkScalars(conf *confmap.Conf, t reflect.Type, prefix string) error {
 // checkScalar reports v, the YAML value at key, if it cannot become a t.
 func checkScalar(t reflect.Type, key string, v any) error {
 	switch {
-	case t.Kind() == reflect.Slice && reflect.PointerTo(t.Elem()).Implements(textUnmarshalerType):
-		return checkTexts(t.Elem(), key, v)
 	case t == durationType:
 		switch x := v.(type) {
 		case string:
@@ -101,26 +91,6 @@ func checkScalar(t reflect.Type, key string, v any) error {
 	case t.Kind() == reflect.Bool:
 		if _, ok := v.(bool); !ok {
 			return fmt.Errorf("%s: %q is not true or false", key, fmt.Sprint(v))
-		}
-	}
-	return nil
-}
-
-// checkTexts reports the first element of v, a YAML list at key, that a t
-// (a type read from text, such as a reason code) does not accept, with the
-// type's own message: the decoder would bury it under two wrappers.
-func checkTexts(t reflect.Type, key string, v any) error {
-	list, ok := v.([]any)
-	if !ok {
-		return nil // not a list: the decoder says so
-	}
-	for _, item := range list {
-		s, ok := item.(string)
-		if !ok {
-			continue
-		}
-		if err := reflect.New(t).Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
-			return fmt.Errorf("%s: %w", key, err)
 		}
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/canon"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/metadata"
 )
@@ -23,15 +24,16 @@ func TestLoadConfig(t *testing.T) {
 	custom.MaxSessions = 5000
 	custom.IdleTimeout = 10 * time.Minute
 	custom.HistorySize = 16
-	custom.MaxPeriod = 4
+	custom.PeriodicLoop = engine.PeriodicLoopConfig{MaxPeriod: 4, MinRepetitions: 3}
 	custom.FrequentIdentical = engine.FrequentIdenticalConfig{Window: 12, Threshold: 6}
-	custom.NameOnlyThreshold = 14
+	custom.NameOnly.Threshold = 14
+	custom.TerminalReread.Enabled = false
 	custom.LongCycle.MinCalls = 6
 	custom.CycleWithoutResults = engine.CycleWithoutResultsConfig{MaxPeriod: 4, Repetitions: 3}
 	custom.FailureStreak = engine.FailureStreakConfig{Threshold: 9, UnknownToolThreshold: 2}
 	custom.Normalizer.UnknownToolMarkers = []string{"no such command"}
-	custom.Backstop = 3 * time.Hour
-	custom.Hysteresis = 2
+	custom.Backstop.MaxDuration = 3 * time.Hour
+	custom.Hysteresis.Evaluations = 2
 	custom.Retry = engine.RetryConfig{
 		RetryableClasses: []string{"rate_limit", "503"},
 		RetryPolicy:      engine.RetryPolicy{InitialInterval: time.Second, BackoffRate: 3, MaxAttempts: 4},
@@ -39,7 +41,7 @@ func TestLoadConfig(t *testing.T) {
 	}
 	custom.Lease.MaxRenewals = 1
 	custom.Kill = engine.KillPolicy{Enabled: true, DryRun: true, Reasons: []engine.Reason{engine.ReasonBackstop}, AfterLoopCalls: 8}
-	custom.Normalizer.ToolOverrides = map[string]engine.KeyOverride{"clock": {Keep: []string{"timestamp"}}}
+	custom.Normalizer.ToolOverrides = map[string]canon.KeyOverride{"clock": {Keep: []string{"timestamp"}}}
 	custom.DigestKey = "s3cr3t"
 	custom.TickInterval = 5 * time.Second
 
@@ -51,7 +53,7 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewID(metadata.Type), want: createDefaultConfig()},
 		{id: component.NewIDWithName(metadata.Type, "custom"), want: custom},
 		{id: component.NewIDWithName(metadata.Type, "bad_history"), wantErr: "history_size must be in 2..1024, got 1"},
-		{id: component.NewIDWithName(metadata.Type, "bad_reason"), wantErr: `kill.reasons: unknown reason "bored"`},
+		{id: component.NewIDWithName(metadata.Type, "bad_reason"), wantErr: `kill.reasons[0]' unknown reason "bored"`},
 		{id: component.NewIDWithName(metadata.Type, "bad_window"), wantErr: "frequent_identical: threshold (5) must be ≤ window (40) ≤ history_size (12)"},
 		{id: component.NewIDWithName(metadata.Type, "bad_streak"), wantErr: "failure_streak: threshold (-1)"},
 		{id: component.NewIDWithName(metadata.Type, "bad_tick"), wantErr: "tick_interval must be positive, got 0s"},
@@ -84,16 +86,16 @@ func TestEngineConfigAddsTheDigestKey(t *testing.T) {
 	cfg := createDefaultConfig()
 	assert.Equal(t, engine.DefaultConfig(), cfg.engineConfig())
 	cfg.DigestKey = "k"
-	cfg.MaxPeriod = 2
+	cfg.PeriodicLoop.MaxPeriod = 2
 	want := engine.DefaultConfig()
-	want.MaxPeriod, want.DigestKey = 2, []byte("k")
+	want.PeriodicLoop.MaxPeriod, want.DigestKey = 2, []byte("k")
 	assert.Equal(t, want, cfg.engineConfig())
 }
 
 // TestConfigRoundTrips: the configuration written out (as `otelcol-loop
-// print-config` does) reads back into the same configuration, so the
-// squashed rule settings keep their top-level keys both ways and reason
-// codes are written as codes.
+// print-config` does) reads back into the same configuration, so every
+// rule's settings are written under the rule's key, never in the old flat
+// shape, and reason codes are written as codes.
 func TestConfigRoundTrips(t *testing.T) {
 	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
 	require.NoError(t, err)
@@ -105,8 +107,12 @@ func TestConfigRoundTrips(t *testing.T) {
 	out := confmap.New()
 	require.NoError(t, out.Marshal(cfg))
 	raw := out.ToStringMap()
-	for _, key := range []string{"max_period", "min_repetitions", "name_only_threshold", "terminal_reread", "backstop", "hysteresis"} {
-		assert.Contains(t, raw, key, "a squashed rule setting is written at the top level")
+	for _, key := range []string{"periodic_loop::max_period", "periodic_loop::min_repetitions", "name_only::threshold", "terminal_reread::enabled", "backstop::max_duration", "hysteresis::evaluations"} {
+		assert.True(t, out.IsSet(key), "every rule's settings are written under its key: %s", key)
+	}
+	for _, old := range renamedKeys {
+		_, isMap := raw[old.old].(map[string]any)
+		assert.True(t, !out.IsSet(old.old) || isMap, "the old flat key %s is not written", old.old)
 	}
 	assert.NotContains(t, raw, "config")
 	assert.Equal(t, []any{"backstop"}, out.Get("kill::reasons"))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.uber.org/zap"
@@ -20,12 +19,14 @@ import (
 // records itself (see signal.scope); for every record, in this order: strip
 // a forged verdict, advance the event clock, and for a possible tool call
 // readCall extracts it, resolves its session, observes it and counts; then
-// the batch is forwarded (processorhelper), a failed forward keeps its
-// transitions pending, and in event_time mode the timers run.
+// the batch is forwarded, a failed forward keeps its transitions pending,
+// and in event_time mode the timers run. Walk and forward are one call, as
+// in the tail-sampling processor: the batch's transitions are at hand when
+// the next consumer answers, with no table of batches in flight.
 
 // signal is one signal's side of the walk: B is its batch, L a scope's
 // record list.
-type signal[B comparable, L any] interface {
+type signal[B any, L any] interface {
 	resources(b B) int
 	// scopes returns resource i's attributes and scope count.
 	scopes(b B, i int) (res pcommon.Map, n int)
@@ -49,69 +50,65 @@ type signal[B comparable, L any] interface {
 // transition events of the scope being read (logs write them at the
 // scope's end).
 type walk struct {
-	ctx     context.Context
-	d       *detector
-	st      *batchState
-	n       batchCounts
-	pending []loopevent.Event
+	ctx      context.Context
+	detector *detector
+	state    *batchState
+	counts   batchCounts
+	pending  []loopevent.Event
 }
 
-// side is the detector's state for one signal: its adapter, every
-// pipeline's output (timer-driven transitions go to each) and the
-// transitions of batches being forwarded.
-type side[B comparable, L any] struct {
+// side is the detector's state for one signal: its adapter and every
+// pipeline's output (timer-driven transitions go to each).
+type side[B any, L any] struct {
 	d   *detector
 	sig signal[B, L]
 
 	outMu  sync.Mutex
 	outs   []func(context.Context, B) error
 	logger *zap.Logger // the first pipeline's
-
-	// inflight holds the transitions of a batch between the walk and the
-	// end of its forwarding (processorhelper forwards it): should that
-	// fail, they are kept pending. Most batches have none and cost one
-	// atomic load.
-	inflightMu sync.Mutex
-	inflight   map[B][]engine.Transition
-	nInflight  atomic.Int32
 }
 
-func newSide[B comparable, L any](d *detector, sig signal[B, L]) *side[B, L] {
-	return &side[B, L]{d: d, sig: sig, inflight: map[B][]engine.Transition{}}
+func newSide[B any, L any](d *detector, sig signal[B, L]) *side[B, L] {
+	return &side[B, L]{d: d, sig: sig}
 }
 
-// process is the processorhelper process function: it walks b and
-// returns it to be forwarded.
-func (s *side[B, L]) process(ctx context.Context, b B) (B, error) {
+// consume walks b and forwards it to next. If next fails, the batch's
+// transitions are kept pending (a kill is never lost to a full queue
+// downstream) and its error returned; else the event-time timers run.
+func (s *side[B, L]) consume(ctx context.Context, b B, next func(context.Context, B) error) error {
 	d := s.d
 	st := d.pool.Get().(*batchState)
 	// The walk lives in the pooled state: handed to the adapter's methods,
 	// one on the stack would escape, an allocation per batch.
 	w := &st.walk
-	*w = walk{ctx: ctx, d: d, st: st, pending: w.pending[:0]}
+	*w = walk{ctx: ctx, detector: d, state: st, pending: w.pending[:0]}
 	s.walk(w, b)
 	d.flushTokens(st)
-	d.countBatch(ctx, w.n)
-	if w.n.noSession > 0 {
+	d.countBatch(ctx, w.counts)
+	if w.counts.noSession > 0 {
 		d.logger.Debug("Tool calls without a session key or trace context were skipped",
-			zap.Int64("records", w.n.noSession))
+			zap.Int64("records", w.counts.noSession))
 	}
 	d.reportStats(ctx)
-	if len(st.batch) > 0 {
-		s.hold(b, st.batch)
+	err := next(ctx, b)
+	if err != nil {
+		d.keepPending(st.batch)
 	}
 	d.release(st)
-	return b, nil
+	if err != nil {
+		return err
+	}
+	return d.eventTimeTick(ctx)
 }
 
 // walk reads every record of b.
 func (s *side[B, L]) walk(w *walk, b B) {
 	for i := range s.sig.resources(b) {
 		res, scopes := s.sig.scopes(b, i)
-		w.st.sc.ShareResource()
+		w.state.sc.ShareResource()
 		for j := range scopes {
 			l, n := s.sig.records(b, i, j)
-			w.n.items += int64(n)
+			w.counts.items += int64(n)
 			w.pending = w.pending[:0]
 			forged := s.sig.scope(w, l, res)
 			s.sig.endScope(w, l, forged)
@@ -137,7 +134,7 @@ const (
 // adapter method so both signals share it; it runs for tool calls only,
 // where the extraction dwarfs the call.
 func readCall[R extract.Span](w *walk, x *extract.Extractor, rec R, declared bool) callResult {
-	d, st := w.d, w.st
+	d, st := w.detector, w.state
 	d.forgetTrace(st)
 	var ok bool
 	var out extract.Outcome
@@ -150,51 +147,11 @@ func readCall[R extract.Span](w *walk, x *extract.Extractor, rec R, declared boo
 		return notCall
 	}
 	if noSessionKey(&st.call) {
-		w.n.noSession++
+		w.counts.noSession++
 		return callSkipped
 	}
-	d.observe(w.ctx, st, out, &w.n)
+	d.observe(w.ctx, st, out, &w.counts)
 	return callObserved
-}
-
-// hold keeps the transitions of b until its forwarding ends. A batch in
-// flight twice at once (never, from one pipeline) shares one entry.
-func (s *side[B, L]) hold(b B, trans []engine.Transition) {
-	s.inflightMu.Lock()
-	s.inflight[b] = append(s.inflight[b], trans...)
-	s.inflightMu.Unlock()
-	s.nInflight.Add(1)
-}
-
-// landed takes the transitions held for b.
-func (s *side[B, L]) landed(b B) []engine.Transition {
-	if s.nInflight.Load() == 0 {
-		return nil
-	}
-	s.inflightMu.Lock()
-	defer s.inflightMu.Unlock()
-	trans, ok := s.inflight[b]
-	if ok {
-		delete(s.inflight, b)
-		s.nInflight.Add(-1)
-	}
-	return trans
-}
-
-// forwarder returns the consume function of one pipeline's output: the
-// processed batch goes to next; if next fails, the batch's transitions are
-// kept pending (a kill is never lost to a full queue downstream), else the
-// event-time timers run.
-func (s *side[B, L]) forwarder(next func(context.Context, B) error) func(context.Context, B) error {
-	return func(ctx context.Context, b B) error {
-		err := next(ctx, b)
-		trans := s.landed(b)
-		if err != nil {
-			s.d.keepPending(trans)
-			return err
-		}
-		return s.d.eventTimeTick(ctx)
-	}
 }
 
 // addOutput registers a pipeline's output for timer-driven transitions.

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/loopevent"
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/canon"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/metadata"
@@ -78,7 +79,7 @@ func newDetector(set processor.Settings, cfg *Config) (*detector, error) {
 		cfg:       cfg,
 		logger:    set.Logger,
 		eng:       eng,
-		x:         extract.New(cfg.keys(), engine.NewNormalizer(cfg.Normalizer)),
+		x:         extract.New(cfg.keys(), canon.NewNormalizer(cfg.Normalizer)),
 		telemetry: tb,
 	}
 	d.pre = pdataspan.NewPrefilter(d.x.Keys())
@@ -454,7 +455,7 @@ func toEvent(t *engine.Transition) loopevent.Event {
 		Fingerprint:        t.Fingerprint,
 		FingerprintSource:  t.FingerprintSource.String(),
 		Confidence:         conf,
-		NormalizerVersion:  engine.NormalizerVersion,
+		NormalizerVersion:  canon.NormalizerVersion,
 		FingerprintVersion: engine.FingerprintVersion,
 		FirstLoopSpanID:    hexID(t.FirstLoopSpanID[:]),
 		SpanID:             hexID(t.TriggerSpanID[:]),

@@ -6,8 +6,9 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
-	"go.opentelemetry.io/collector/processor/processorhelper"
 
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/metadata"
 )
@@ -29,8 +30,7 @@ func NewFactory() processor.Factory {
 // Claude Code session sending tool spans and tool_result records — is one
 // session, counted once and killed once. The factory owns the shared
 // detectors by component id, as the memory limiter's factory owns its
-// limiter; the components are processorhelper's, around the detector's
-// walk. The first component started starts the detector; the last one shut
+// limiter. The first component started starts the detector; the last one shut
 // down stops it and the factory forgets it, so a reloaded configuration
 // starts afresh.
 
@@ -43,42 +43,42 @@ type factory struct {
 
 var capabilities = consumer.Capabilities{MutatesData: true}
 
-func (f *factory) createTraces(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {
+func (f *factory) createTraces(_ context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {
 	m, err := f.join(set, cfg.(*Config))
 	if err != nil {
 		return nil, err
 	}
-	s := m.d.traces
-	fwd, err := consumer.NewTraces(s.forwarder(next.ConsumeTraces))
-	if err == nil {
-		var p processor.Traces
-		p, err = processorhelper.NewTraces(ctx, set, cfg, fwd, s.process, m.options()...)
-		if err == nil {
-			s.addOutput(next.ConsumeTraces, set.Logger)
-			return p, nil
-		}
-	}
-	_ = m.shutdown(ctx)
-	return nil, err
+	m.d.traces.addOutput(next.ConsumeTraces, set.Logger)
+	return &tracesComponent{member: m, next: next}, nil
 }
 
-func (f *factory) createLogs(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
+func (f *factory) createLogs(_ context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
 	m, err := f.join(set, cfg.(*Config))
 	if err != nil {
 		return nil, err
 	}
-	s := m.d.logs
-	fwd, err := consumer.NewLogs(s.forwarder(next.ConsumeLogs))
-	if err == nil {
-		var p processor.Logs
-		p, err = processorhelper.NewLogs(ctx, set, cfg, fwd, s.process, m.options()...)
-		if err == nil {
-			s.addOutput(next.ConsumeLogs, set.Logger)
-			return p, nil
-		}
-	}
-	_ = m.shutdown(ctx)
-	return nil, err
+	m.d.logs.addOutput(next.ConsumeLogs, set.Logger)
+	return &logsComponent{member: m, next: next}, nil
+}
+
+// tracesComponent is a loop_detect traces component.
+type tracesComponent struct {
+	*member
+	next consumer.Traces
+}
+
+func (c *tracesComponent) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	return c.d.traces.consume(ctx, td, c.next.ConsumeTraces)
+}
+
+// logsComponent is a loop_detect logs component.
+type logsComponent struct {
+	*member
+	next consumer.Logs
+}
+
+func (c *logsComponent) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	return c.d.logs.consume(ctx, ld, c.next.ConsumeLogs)
 }
 
 // join returns a component's membership of the detector of its id,
@@ -92,6 +92,8 @@ func (f *factory) join(set processor.Settings, cfg *Config) (*member, error) {
 		if d, err = newDetector(set, cfg); err != nil {
 			return nil, err
 		}
+		// Once per processor, not per signal: traces and logs share it.
+		cfg.warnDeprecated(set.Logger)
 		f.detectors[set.ID] = d
 	}
 	d.members++
@@ -109,15 +111,12 @@ type member struct {
 	shutDown bool
 }
 
-func (m *member) options() []processorhelper.Option {
-	return []processorhelper.Option{
-		processorhelper.WithCapabilities(capabilities),
-		processorhelper.WithStart(m.start),
-		processorhelper.WithShutdown(m.shutdown),
-	}
-}
+// Capabilities says the component writes into the batches it forwards
+// (verdict events, and forged ones removed).
+func (*member) Capabilities() consumer.Capabilities { return capabilities }
 
-func (m *member) start(context.Context, component.Host) error {
+// Start starts the shared detector with the first of its components.
+func (m *member) Start(context.Context, component.Host) error {
 	m.f.mu.Lock()
 	defer m.f.mu.Unlock()
 	if m.started || m.shutDown {
@@ -130,7 +129,8 @@ func (m *member) start(context.Context, component.Host) error {
 	return nil
 }
 
-func (m *member) shutdown(ctx context.Context) error {
+// Shutdown stops the shared detector with the last of its components.
+func (m *member) Shutdown(ctx context.Context) error {
 	m.f.mu.Lock()
 	defer m.f.mu.Unlock()
 	if m.shutDown {

@@ -5,6 +5,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/loopevent"
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/canon"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/metadata"
@@ -19,8 +20,9 @@ import (
 
 // defaultLogSessionKeys are used for log records when session.keys is not
 // configured: log events usually carry no trace context, and a trace id of
-// zero would put every agent into one session.
-var defaultLogSessionKeys = []string{"session.id", "gen_ai.conversation.id"}
+// zero would put every agent into one session. Codex CLI's records carry
+// its session id as conversation.id.
+var defaultLogSessionKeys = []string{"session.id", "gen_ai.conversation.id", "conversation.id"}
 
 // logsSignal adapts plog.Logs to the walk (core.go).
 type logsSignal struct{ x *extract.Extractor }
@@ -36,7 +38,7 @@ func newLogsExtractor(cfg *Config) *extract.Extractor {
 	if len(keys.Session) == 0 {
 		keys.Session = defaultLogSessionKeys
 	}
-	return extract.New(keys, engine.NewNormalizer(cfg.Normalizer))
+	return extract.New(keys, canon.NewNormalizer(cfg.Normalizer))
 }
 
 func (logsSignal) resources(ld plog.Logs) int { return ld.ResourceLogs().Len() }
@@ -58,7 +60,7 @@ func (logsSignal) records(ld plog.Logs, i, j int) (plog.LogRecordSlice, int) {
 // engine reads. Transitions are kept for the scope's end (endScope):
 // appended now, they would be read as records of the scope.
 func (a logsSignal) scope(w *walk, lrs plog.LogRecordSlice, res pcommon.Map) (forged bool) {
-	eventTime := w.d.cfg.EventTime
+	eventTime := w.detector.cfg.EventTime
 	for k := range lrs.Len() {
 		lr := lrs.At(k)
 		if lr.EventName() == loopevent.EventName {
@@ -70,14 +72,14 @@ func (a logsSignal) scope(w *walk, lrs plog.LogRecordSlice, res pcommon.Map) (fo
 			continue
 		}
 		if rec.Refused() {
-			w.n.refused++
+			w.counts.refused++
 		}
 		if eventTime {
-			advance(&w.d.eventNow, rec.End().UnixNano())
+			advance(&w.detector.eventNow, rec.End().UnixNano())
 		}
 		if readCall(w, a.x, rec, false) == callObserved {
-			for t := range w.st.trans {
-				w.pending = append(w.pending, toEvent(&w.st.trans[t]))
+			for t := range w.state.trans {
+				w.pending = append(w.pending, toEvent(&w.state.trans[t]))
 			}
 		}
 	}
@@ -88,7 +90,7 @@ func (logsSignal) endScope(w *walk, lrs plog.LogRecordSlice, forged bool) {
 	if forged {
 		lrs.RemoveIf(func(lr plog.LogRecord) bool {
 			if lr.EventName() == loopevent.EventName {
-				w.n.foreign++
+				w.counts.foreign++
 				return true
 			}
 			return false

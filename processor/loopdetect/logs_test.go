@@ -173,7 +173,7 @@ func TestLogsDuplicateDeliveryIsOneCall(t *testing.T) {
 // a log record, not as a span with an empty trace id.
 func TestLogsAndTracesShareOneDetector(t *testing.T) {
 	cfg := eventTimeConfig()
-	cfg.Backstop = time.Minute
+	cfg.Backstop.MaxDuration = time.Minute
 	sf := &factory{detectors: map[component.ID]*detector{}}
 	set := processortest.NewNopSettings(metadata.Type)
 	logSink, traceSink := new(consumertest.LogsSink), new(consumertest.TracesSink)

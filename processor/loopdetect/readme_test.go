@@ -207,6 +207,8 @@ func render(v reflect.Value) string {
 			s += " (" + x.Client + ")"
 		}
 		return s
+	case extract.ClientLines:
+		return x.Client + ": lines starting `" + strings.Join(x.Prefixes, "`, `") + "`"
 	case extract.EventKey:
 		s := "event `" + x.Event + "`: `" + x.Key + "`"
 		if x.Event == "" {
@@ -214,6 +216,9 @@ func render(v reflect.Value) string {
 		}
 		if x.Path != "" {
 			s += " at `" + x.Path + "`"
+		}
+		if len(x.DropLines) > 0 {
+			s += ", without lines starting `" + strings.Join(x.DropLines, "`, `") + "`"
 		}
 		return s
 	}

@@ -62,18 +62,18 @@ func (a tracesSignal) scope(w *walk, ss ptrace.SpanSlice, res pcommon.Map) (forg
 		if !sc.MaybeTool {
 			// The next model spans of a trace whose session is not
 			// tracked cost the memo's compare alone.
-			if !sc.NoUsage && !w.st.trace.untracked(tid) {
-				d.usage(w.ctx, w.st, span, tid, res, sc)
+			if !sc.NoUsage && !w.state.trace.untracked(tid) {
+				d.usage(w.ctx, w.state, span, tid, res, sc)
 			}
 			continue
 		}
 		switch readCall(w, d.x, pdataspan.Span{S: span, Res: res}, sc.Declared) {
 		case notCall:
 			// Extraction read the attributes since: the usage read starts over.
-			d.usage(w.ctx, w.st, span, tid, res, pdataspan.Screening{})
+			d.usage(w.ctx, w.state, span, tid, res, pdataspan.Screening{})
 		case callObserved:
-			for t := range w.st.trans {
-				ev := toEvent(&w.st.trans[t])
+			for t := range w.state.trans {
+				ev := toEvent(&w.state.trans[t])
 				attach(span.Events().AppendEmpty(), &ev)
 			}
 		}
@@ -87,7 +87,7 @@ func (a tracesSignal) scope(w *walk, ss ptrace.SpanSlice, res pcommon.Map) (forg
 func removeVerdictEvents(w *walk, evs ptrace.SpanEventSlice) {
 	evs.RemoveIf(func(e ptrace.SpanEvent) bool {
 		if e.Name() == loopevent.EventName {
-			w.n.foreign++
+			w.counts.foreign++
 			return true
 		}
 		return false
@@ -100,7 +100,7 @@ func (tracesSignal) endScope(w *walk, ss ptrace.SpanSlice, forged bool) {
 	}
 	ss.RemoveIf(func(s ptrace.Span) bool {
 		if s.Name() == loopevent.SyntheticSpanName {
-			w.n.foreign++
+			w.counts.foreign++
 			return true
 		}
 		return false

@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/hash64"
+
 // recentCalls is how far back the cycle trackers look: the longest cycle
 // long_cycle can see (a 10-page sweep that wraps is well inside it). 24
 // two-byte digests keep a session within its 1 KiB budget.
@@ -50,7 +52,7 @@ func (t *cycleTracker) mayHold(d uint16) bool {
 // observe records r, the newest call by arrival. Positions are computed
 // with a compare instead of a modulo: this runs on every call.
 func (t *cycleTracker) observe(r *record) {
-	d := uint16(mix(uint64(r.sig)^mix(uint64(r.fp))) >> 48)
+	d := uint16(hash64.Mix(uint64(r.sig)^hash64.Mix(uint64(r.fp))) >> 48)
 	head, n := int(t.head), int(t.n)
 	dist := 0
 	if r.hasFP() && !r.has(fLowConf) && t.mayHold(d) {

@@ -1,6 +1,10 @@
 package engine
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/hash64"
+)
 
 // rule is one verdict rule: it reads a session's history through a window
 // and, when it applies, returns its verdict. It explains its own verdicts,
@@ -58,11 +62,11 @@ type verdict struct {
 // engine's settings. The shared analyses (periodicity, the frequent run,
 // the terminal re-read, the retry run) are computed once, on first use.
 type window struct {
-	e   *Engine
-	sh  *shard
-	s   *session
-	h   []record
-	now int64
+	engine  *Engine
+	shard   *shard
+	session *session
+	history []record
+	now     int64
 
 	scratch verdict
 
@@ -85,7 +89,7 @@ const (
 // was computed, and clearing the whole window (its scratch verdict
 // included) on every tool call showed in the profile.
 func (w *window) reset(e *Engine, sh *shard, s *session, now int64) {
-	w.e, w.sh, w.s, w.h, w.now, w.done = e, sh, s, s.hist, now, 0
+	w.engine, w.shard, w.session, w.history, w.now, w.done = e, sh, s, s.hist, now, 0
 }
 
 // periodic is the periodicity of the newest calls. The shape is returned
@@ -93,7 +97,7 @@ func (w *window) reset(e *Engine, sh *shard, s *session, now int64) {
 func (w *window) periodic() (*shape, bool) {
 	if w.done&doneShape == 0 {
 		w.done |= doneShape
-		w.shape, w.isPeriodic = w.e.periodic(w.h)
+		w.shape, w.isPeriodic = w.engine.periodic(w.history)
 	}
 	return &w.shape, w.isPeriodic
 }
@@ -104,8 +108,8 @@ func (w *window) frequent() (count, first int) {
 	if w.done&doneFrequent == 0 {
 		w.done |= doneFrequent
 		w.freqCount, w.freqFirst = 0, 0 // reset keeps the last session's
-		if w.e.cfg.FrequentIdentical.Threshold > 0 {
-			w.freqCount, w.freqFirst = w.e.frequent(w.h, false, w.e.cfg.FrequentIdentical.Window, w.s.excusedFrom(len(w.h), w.now))
+		if w.engine.cfg.FrequentIdentical.Threshold > 0 {
+			w.freqCount, w.freqFirst = w.engine.frequent(w.history, false, w.engine.cfg.FrequentIdentical.Window, w.session.excusedFrom(len(w.history), w.now))
 		}
 	}
 	return w.freqCount, w.freqFirst
@@ -114,14 +118,14 @@ func (w *window) frequent() (count, first int) {
 // frequentStall reports the frequent-identical rule's condition.
 func (w *window) frequentStall() bool {
 	c, _ := w.frequent()
-	return w.e.cfg.FrequentIdentical.Threshold > 0 && c >= w.e.cfg.FrequentIdentical.Threshold
+	return w.engine.cfg.FrequentIdentical.Threshold > 0 && c >= w.engine.cfg.FrequentIdentical.Threshold
 }
 
 // periodicStall reports a periodic repetition without progress (or with
 // evidence too weak to show progress).
 func (w *window) periodicStall() bool {
 	sh, ok := w.periodic()
-	return ok && (sh.fpRun >= sh.period*w.e.cfg.MinRepetitions || sh.missing || sh.lowConf)
+	return ok && (sh.fpRun >= sh.period*w.engine.cfg.PeriodicLoop.MinRepetitions || sh.missing || sh.lowConf)
 }
 
 // repetition is a repetition without progress: what a lease or a retry
@@ -135,15 +139,15 @@ func (w *window) repetition() bool {
 func (w *window) retryRun() retryRun {
 	if w.done&doneRetry == 0 {
 		w.done |= doneRetry
-		w.retry = w.e.retry(w.s)
+		w.retry = w.engine.retry(w.session)
 	}
 	return w.retry
 }
 
 // toolName names the newest call's tool.
 func (w *window) toolName() string {
-	if n := len(w.h); n > 0 {
-		return w.sh.names.name(w.h[n-1].tool)
+	if n := len(w.history); n > 0 {
+		return w.shard.names.name(w.history[n-1].tool)
 	}
 	return ""
 }
@@ -151,8 +155,8 @@ func (w *window) toolName() string {
 // cycle names the tools of the newest period calls, in order.
 func (w *window) cycle(period int) string {
 	names := make([]string, 0, period)
-	for i := max(0, len(w.h)-period); i < len(w.h); i++ {
-		names = append(names, w.sh.names.name(w.h[i].tool))
+	for i := max(0, len(w.history)-period); i < len(w.history); i++ {
+		names = append(names, w.shard.names.name(w.history[i].tool))
 	}
 	return strings.Join(names, " → ")
 }
@@ -174,14 +178,14 @@ func (e *Engine) decide(w *window) *verdict {
 		}
 	}
 	// Not reached: workingRule always applies.
-	*v = verdict{by: workingRule{}, state: StateWorking, reason: ReasonNoLoop, loopStart: -1, window: len(w.h)}
+	*v = verdict{by: workingRule{}, state: StateWorking, reason: ReasonNoLoop, loopStart: -1, window: len(w.history)}
 	return v
 }
 
 func cycleKey(h []record, period int) uint64 {
 	k := uint64(period)
 	for i := max(0, len(h)-period); i < len(h); i++ {
-		k = mix(k ^ uint64(h[i].sig) ^ mix(uint64(h[i].fp)))
+		k = hash64.Mix(k ^ uint64(h[i].sig) ^ hash64.Mix(uint64(h[i].fp)))
 	}
 	return k
 }

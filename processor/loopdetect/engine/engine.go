@@ -70,7 +70,7 @@ type shard struct {
 
 // New validates cfg and returns an Engine.
 func New(cfg Config) (*Engine, error) {
-	if err := cfg.Check(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	e := &Engine{cfg: cfg, keyer: NewKeyer(cfg.DigestKey), shardSeed: maphash.MakeSeed()}
@@ -143,7 +143,7 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 	s.noteMeta(sh, c)
 	if c.Failed {
 		cloneIfChanged(&s.extras().errClass, class)
-		cloneIfChanged(&s.x.errText, truncate(c.ErrorText, maxShownError+len("…")))
+		cloneIfChanged(&s.extra.errText, truncate(c.ErrorText, maxShownError+len("…")))
 	}
 	switch outcome {
 	case dedupDrop:
@@ -162,9 +162,9 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 		r := &s.hist[pos]
 		s.cycles.observe(r)
 		if r.has(fFailed) {
-			s.x.streak.observe(r, c, uint32(xxhash.Sum64String(s.x.errClass)), s.total)
-		} else if s.x != nil && s.x.streak.count > 0 {
-			s.x.streak.observe(r, c, 0, s.total)
+			s.extra.streak.observe(r, c, uint32(xxhash.Sum64String(s.extra.errClass)), s.total)
+		} else if s.extra != nil && s.extra.streak.count > 0 {
+			s.extra.streak.observe(r, c, 0, s.total)
 		}
 	}
 	s.markTokens()
@@ -227,7 +227,7 @@ func (e *Engine) fillRecord(rec *record, c *ToolCall) string {
 		rec.flags |= fRetryable
 	}
 	// A failure's evidence is its class, plus the error text and the
-	// result when the caller normalized them (Normalizer.Failure): raw
+	// result when the caller normalized them (FailureDigest): raw
 	// error texts carry request ids and times that would otherwise read
 	// as progress.
 	if c.FingerprintSource != FingerprintAttribute && c.FingerprintSource != FingerprintError {
@@ -262,7 +262,7 @@ func (e *Engine) tickShard(sh *shard, nowNs int64, out []Transition) []Transitio
 	sh.tab.each(func(_ uint32, s *session) {
 		// A session waiting on a lease is kept until the lease's expiry
 		// has been judged, however long the wait.
-		if s.lastSeen < limit && !s.leaseValid(nowNs) && (s.state != StateWaiting || s.x == nil || (!s.x.lease.active && !s.waitHeld())) {
+		if s.lastSeen < limit && !s.leaseValid(nowNs) && (s.state != StateWaiting || s.extra == nil || (!s.extra.lease.active && !s.waitHeld())) {
 			sh.tab.removeSession(e, s)
 			e.stats.Expired.Add(1)
 			e.stats.Sessions.Add(-1)
@@ -270,7 +270,7 @@ func (e *Engine) tickShard(sh *shard, nowNs int64, out []Transition) []Transitio
 		}
 		oldest = min(oldest, s.lastSeen)
 		leaseEnded := s.state == StateWaiting && !s.leaseValid(nowNs) && s.waitCovered(nowNs) == nil
-		backstop := e.cfg.Backstop > 0 && s.firstSeen > 0 && nowNs-s.firstSeen >= int64(e.cfg.Backstop) && (s.x == nil || !s.x.loop.backstop)
+		backstop := e.cfg.Backstop.MaxDuration > 0 && s.firstSeen > 0 && nowNs-s.firstSeen >= int64(e.cfg.Backstop.MaxDuration) && (s.extra == nil || !s.extra.loop.backstop)
 		if leaseEnded || backstop {
 			out = e.evaluate(sh, s, nowNs, TriggerTick, [8]byte{}, out)
 		}
@@ -355,237 +355,6 @@ func (e *Engine) admit(sh *shard, now int64) {
 		// that saw only free positions: the next goes on.
 		runtime.Gosched()
 	}
-}
-
-// evictOne makes room at the global bound. A stale session (no call for
-// staleAfter) goes first: one of sh's, else one of another shard's whose
-// lock is free at once (never waiting, so shard locks cannot deadlock),
-// each found by a bounded sweep of the clock hand. With none found, a
-// session of the sender holding the most sessions of one shard goes
-// (evictee): sh's heaviest sender's, unless a free shard's heaviest holds
-// more. So a session alone in its shard, or alone of its sender in one,
-// is not what a flood spread over every shard evicts. It reports false
-// when it found no session to evict.
-func (e *Engine) evictOne(sh *shard, now int64) bool {
-	stale := e.staleAfter()
-	if p, ok := sh.tab.staleVictim(now, stale, sweepLen); ok {
-		e.evict(sh, p, &e.stats.EvictedStale)
-		return true
-	}
-	// best is the shard to give up a session: sh, or the free shard whose
-	// heaviest sender holds the most, kept locked.
-	best, most := sh, sh.tab.senders.most
-	for i := range e.shards {
-		o := &e.shards[i]
-		if o == sh || !o.mu.TryLock() {
-			continue
-		}
-		if p, ok := o.tab.staleVictim(now, stale, sweepOtherLen); ok {
-			e.evict(o, p, &e.stats.EvictedStale)
-			o.mu.Unlock()
-			if best != sh {
-				best.mu.Unlock()
-			}
-			return true
-		}
-		if o.tab.senders.most > most {
-			if best != sh {
-				best.mu.Unlock()
-			}
-			best, most = o, o.tab.senders.most
-			continue
-		}
-		o.mu.Unlock()
-	}
-	if best != sh {
-		defer best.mu.Unlock()
-	}
-	if most == 0 {
-		// sh is empty and every other shard is busy: their holders are
-		// not waiting on us, so one is free again shortly (admit retries).
-		return false
-	}
-	p, ok := best.tab.evictee()
-	if ok {
-		e.evict(best, p, &e.stats.EvictedActive)
-	}
-	return ok
-}
-
-// evict removes the session at slab position p of sh, whose lock the
-// caller holds, to make room for a new one, and counts it in Evicted and
-// kind (EvictedStale or EvictedActive).
-func (e *Engine) evict(sh *shard, p uint32, kind *atomic.Int64) {
-	sh.tab.removeSession(e, sh.tab.at(p))
-	kind.Add(1)
-	e.stats.Evicted.Add(1)
-}
-
-// evictWindow is how many of a shard's newest sessions it remembers for
-// eviction.
-const evictWindow = 16
-
-// maxStaleAfter is the longest a session may go without a call and still
-// be spared at the bound (shorter with a shorter idle_timeout).
-const maxStaleAfter = 5 * time.Minute
-
-func (e *Engine) staleAfter() int64 {
-	d := maxStaleAfter
-	if e.cfg.IdleTimeout > 0 {
-		d = min(d, e.cfg.IdleTimeout)
-	}
-	return int64(d)
-}
-
-// internTable gives tool names and error classes small ids, so history
-// records stay fixed-size and hold no strings. It holds at most max names;
-// when full, the least recently used name unused for minAge gives its id
-// to the new one, else the new name reads as "(other)".
-type internTable struct {
-	ids   map[string]uint16
-	names []string
-	// used is each id's last use (unix ns); prev and next link the ids in
-	// use order (head: most recent; 0, the empty name's id, ends the list).
-	used       []int64
-	prev, next []uint16
-	head, tail uint16
-	max        int
-	minAge     int64
-	// near remembers the id of a recently used name in a slot picked by a
-	// cheap function of the name, and a hit is checked against names: an
-	// id names one name at a time. Hashing each call's tool name into ids
-	// showed in the profile of a tool call; an agent calls few tools.
-	near [nearSlots]uint16
-}
-
-// nearSlots is the size of internTable.near (a power of two).
-const nearSlots = 64
-
-// nearSlot picks name's slot in internTable.near from its length and its
-// first and last bytes: tool names differ there, and reading them is cheap.
-func nearSlot(name string) int {
-	return (len(name)*7 ^ int(name[0]) ^ int(name[len(name)-1])<<2) & (nearSlots - 1)
-}
-
-const (
-	// maxInternedTotal bounds the tool names kept by the whole engine
-	// (split evenly over the shards): a flood of distinct names costs at
-	// most this many, about 16 MB at the 128-byte name cap.
-	maxInternedTotal = 1 << 16
-	// defaultNameAge is how long a name must be unused before it may be
-	// evicted when idle expiry is off.
-	defaultNameAge = 30 * time.Minute
-	otherName      = "(other)"
-	// otherID stands for every name past the table's capacity; it never
-	// makes two calls twins.
-	otherID       = 1
-	maxToolName   = 128
-	maxErrorClass = 64
-	tagFailure    = 0x7fa11ed0c0ffee01
-)
-
-func (t *internTable) init(max int, minAge int64) {
-	t.ids = make(map[string]uint16)
-	t.names = []string{"", otherName}
-	t.used = []int64{0, 0}
-	t.prev, t.next = []uint16{0, 0}, []uint16{0, 0}
-	t.head, t.tail = 0, 0
-	t.max = min(max+2, 1<<16)
-	t.minAge = minAge
-}
-
-func (t *internTable) id(name string, now int64) uint16 {
-	if name == "" {
-		return 0
-	}
-	slot := nearSlot(name)
-	if id := t.near[slot]; id > otherID && t.names[id] == name {
-		t.touch(id, now)
-		return id
-	}
-	if id, ok := t.ids[name]; ok {
-		t.near[slot] = id
-		t.touch(id, now)
-		return id
-	}
-	var id uint16
-	switch {
-	case len(t.names) < t.max:
-		id = uint16(len(t.names))
-		t.names = append(t.names, "")
-		t.used = append(t.used, 0)
-		t.prev, t.next = append(t.prev, 0), append(t.next, 0)
-	case t.tail != 0 && now-t.used[t.tail] >= t.minAge:
-		id = t.tail
-		t.unlink(id)
-		delete(t.ids, t.names[id])
-	default:
-		return otherID
-	}
-	n := strings.Clone(name)
-	t.names[id], t.used[id] = n, now
-	t.ids[n] = id
-	t.near[slot] = id
-	t.pushFront(id)
-	return id
-}
-
-// touch marks id used at now.
-func (t *internTable) touch(id uint16, now int64) {
-	t.used[id] = now
-	if t.head != id {
-		t.toFront(id)
-	}
-}
-
-func (t *internTable) pushFront(id uint16) {
-	t.prev[id], t.next[id] = 0, t.head
-	if t.head != 0 {
-		t.prev[t.head] = id
-	}
-	t.head = id
-	if t.tail == 0 {
-		t.tail = id
-	}
-}
-
-func (t *internTable) unlink(id uint16) {
-	if p := t.prev[id]; p != 0 {
-		t.next[p] = t.next[id]
-	} else {
-		t.head = t.next[id]
-	}
-	if n := t.next[id]; n != 0 {
-		t.prev[n] = t.prev[id]
-	} else {
-		t.tail = t.prev[id]
-	}
-	t.prev[id], t.next[id] = 0, 0
-}
-
-func (t *internTable) toFront(id uint16) {
-	if t.head != id {
-		t.unlink(id)
-		t.pushFront(id)
-	}
-}
-
-func (t *internTable) name(id uint16) string {
-	if int(id) < len(t.names) {
-		return t.names[id]
-	}
-	return otherName
-}
-
-// internedNames is the number of tool names the engine keeps.
-func (e *Engine) internedNames() int {
-	n := 0
-	for i := range e.shards {
-		e.shards[i].mu.Lock()
-		n += len(e.shards[i].names.ids)
-		e.shards[i].mu.Unlock()
-	}
-	return n
 }
 
 func eventID(keyHash uint64, seq int64) string {

@@ -9,31 +9,40 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/canon"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // callBuilder makes ToolCalls for one session with a fake clock.
 type callBuilder struct {
-	n    *Normalizer
+	n    *canon.Normalizer
 	seq  uint64
 	sess string
 }
 
 func newBuilder(sess string) *callBuilder {
-	return &callBuilder{n: NewNormalizer(DefaultNormalizerConfig()), sess: sess}
+	return &callBuilder{n: canon.NewNormalizer(canon.DefaultNormalizerConfig()), sess: sess}
 }
 
 func (b *callBuilder) call(at time.Duration, tool, args, result string) *ToolCall {
 	b.seq++
 	c := &ToolCall{Session: b.sess, Tool: tool, Start: t0.Add(at), End: t0.Add(at + 100*time.Millisecond)}
 	binary.BigEndian.PutUint64(c.SpanID[:], b.seq)
-	c.Signature, c.Args = b.n.Signature(tool, args, args != "")
+	sig, q := b.n.Signature(tool, args, args != "")
+	c.Signature, c.Args = Digest(sig), argsQuality[q]
 	if result != "" {
 		r := b.n.Result(tool, result)
-		c.Fingerprint, c.FingerprintSource, c.Terminal = r.Digest, FingerprintResult, r.Terminal
+		c.Fingerprint, c.FingerprintSource, c.Terminal = Digest(r.Digest), FingerprintResult, r.Terminal
 	}
 	return c
+}
+
+// argsQuality is the engine's quality of a signature canon made, as the
+// extractor maps it.
+var argsQuality = [...]ArgsQuality{
+	canon.ArgsJSON: ArgsJSON, canon.ArgsOpaque: ArgsOpaque, canon.ArgsOversized: ArgsOversized, canon.ArgsAbsent: ArgsAbsent,
 }
 
 func mustEngine(t *testing.T, mod func(*Config)) *Engine {
@@ -59,7 +68,7 @@ func TestConfigValidation(t *testing.T) {
 		{"threshold over window", func(c *Config) { c.FrequentIdentical.Threshold = 11 }, "frequent_identical"},
 		{"frequent disabled", func(c *Config) { c.FrequentIdentical.Threshold = 0 }, ""},
 		{"no sessions", func(c *Config) { c.MaxSessions = 0 }, "max_sessions"},
-		{"hysteresis zero", func(c *Config) { c.Hysteresis = 0 }, "hysteresis"},
+		{"hysteresis zero", func(c *Config) { c.Hysteresis.Evaluations = 0 }, "hysteresis.evaluations must be ≥ 1, got 0"},
 		{"negative idle timeout", func(c *Config) { c.IdleTimeout = -time.Minute }, "idle_timeout must not be negative"},
 		{"negative lease renewals", func(c *Config) { c.Lease.MaxRenewals = -1 }, "lease.max_renewals"},
 		{"unknown kill reason", func(c *Config) { c.Kill.Reasons = []Reason{ReasonBackstop, Reason(200)} }, `kill.reasons: unknown reason "reason(200)"`},
@@ -69,7 +78,7 @@ func TestConfigValidation(t *testing.T) {
 }
 
 // configCase changes one setting (mod) from the defaults; wantErr is what
-// Check's error must name, and it alone ("" = valid). The rules' files
+// Validate's error must name, and it alone ("" = valid). The rules' files
 // list their own settings' cases.
 type configCase struct {
 	name    string
@@ -85,14 +94,14 @@ func runConfigCases(t *testing.T, cases []configCase) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := DefaultConfig()
 			tt.mod(&cfg)
-			err := cfg.Check()
+			err := cfg.Validate()
 			switch {
 			case tt.wantErr == "" && err != nil:
-				t.Fatalf("Check() = %v, want nil", err)
+				t.Fatalf("Validate() = %v, want nil", err)
 			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
-				t.Fatalf("Check() = %v, want an error naming %q", err, tt.wantErr)
+				t.Fatalf("Validate() = %v, want an error naming %q", err, tt.wantErr)
 			case tt.wantErr != "" && strings.Count(err.Error(), "\n") > 0:
-				t.Fatalf("Check() = %v, want only the %q error", err, tt.wantErr)
+				t.Fatalf("Validate() = %v, want only the %q error", err, tt.wantErr)
 			}
 		})
 	}
@@ -481,54 +490,6 @@ func TestLoopsAreNotHidden(t *testing.T) {
 	}
 }
 
-func TestLeaseOwnerMayChangeOnlyAfterExpiry(t *testing.T) {
-	e := mustEngine(t, nil)
-	b := newBuilder("s")
-	withLease := func(at time.Duration, owner string, deadline time.Duration) *ToolCall {
-		c := b.call(at, "check", `{"j":1}`, `{"ok":false}`)
-		c.Lease = Lease{Owner: owner, Deadline: t0.Add(deadline)}
-		return c
-	}
-	var out []Transition
-	out = observeAll(e, []*ToolCall{withLease(0, "ci", 30*time.Second), withLease(time.Second, "ci", 30*time.Second)})
-	if len(out) != 1 || out[0].To != StateWaiting {
-		t.Fatalf("want waiting on ci: %+v", out)
-	}
-	if rej := e.Stats().LeasesRejected.Load(); rej != 0 {
-		t.Fatalf("rejected %d", rej)
-	}
-	// While ci's lease runs, a reviewer cannot take the wait over.
-	observeAll(e, []*ToolCall{withLease(2*time.Second, "reviewer", time.Hour)})
-	if e.Stats().LeasesRejected.Load() != 1 {
-		t.Fatal("owner change during a running lease must be rejected")
-	}
-	// After it expired, a new owner's lease is honoured (as a renewal).
-	out = observeAll(e, []*ToolCall{withLease(40*time.Second, "reviewer", time.Hour)})
-	if st, _, _ := e.Session("s"); st != StateWaiting {
-		t.Fatalf("state %v after the reviewer's lease, transitions %+v", st, out)
-	}
-}
-
-func TestWaitingSessionOutlivesIdleTimeoutUntilItsLeaseIsJudged(t *testing.T) {
-	e := mustEngine(t, func(c *Config) { c.IdleTimeout = time.Minute })
-	b := newBuilder("s")
-	var calls []*ToolCall
-	for i := 0; i < 2; i++ {
-		c := b.call(time.Duration(i)*time.Second, "check", `{"j":1}`, `{"ok":false}`)
-		c.Lease = Lease{Owner: "ci", Deadline: t0.Add(time.Hour)}
-		calls = append(calls, c)
-	}
-	observeAll(e, calls)
-	e.Tick(t0.Add(30*time.Minute), nil)
-	if _, _, ok := e.Session("s"); !ok {
-		t.Fatal("a waiting session was expired before its lease")
-	}
-	tr := e.Tick(t0.Add(61*time.Minute), nil)
-	if len(tr) != 1 || tr[0].From != StateWaiting || tr[0].To != StateStuck {
-		t.Fatalf("lease expiry after a long wait: %+v", tr)
-	}
-}
-
 func TestHostileStringsAreBounded(t *testing.T) {
 	e := mustEngine(t, nil)
 	long := strings.Repeat("x", 1<<20)
@@ -539,7 +500,7 @@ func TestHostileStringsAreBounded(t *testing.T) {
 	c.Lease = Lease{Owner: long, Deadline: t0.Add(time.Hour), Reason: long}
 	observeAll(e, []*ToolCall{c})
 	for _, s := range e.sessions() {
-		if len(s.keyString()) > maxKept || len(s.desc.agent) > maxKept || len(s.desc.target.ServiceName) > maxKept || len(s.x.lease.owner) > maxKept || len(s.x.errClass) > maxKept {
+		if len(s.keyString()) > maxKept || len(s.desc.agent) > maxKept || len(s.desc.target.ServiceName) > maxKept || len(s.extra.lease.owner) > maxKept || len(s.extra.errClass) > maxKept {
 			t.Fatal("a session kept an unbounded string")
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/canon"
 )
 
 // TestSessionFloodBetweenCallsDoesNotHideALoop: between each of a victim's
@@ -32,7 +34,7 @@ func TestSessionFloodBetweenCallsDoesNotHideALoop(t *testing.T) {
 
 func floodBetweenCalls(t *testing.T, max, flood int, sender func(n int) target.Process) {
 	e := mustEngine(t, func(c *Config) { c.MaxSessions = max })
-	norm := NewNormalizer(DefaultNormalizerConfig())
+	norm := canon.NewNormalizer(canon.DefaultNormalizerConfig())
 	victim := newBuilder("victim")
 	var stuck bool
 	n := 0
@@ -203,7 +205,7 @@ func floodAroundNewVictim(t *testing.T, sh floodShape) (killedAt int, evicted in
 	e := mustEngine(t, func(c *Config) { c.MaxSessions = sh.max })
 	attacker := target.Process{ServiceName: "attacker", HostName: "flood-host"}
 	victimTarget := target.Process{ServiceName: "agent", ServiceInstanceID: "inst-victim", PID: 4242}
-	norm := NewNormalizer(DefaultNormalizerConfig()) // one for all: making one per session dominated the run
+	norm := canon.NewNormalizer(canon.DefaultNormalizerConfig()) // one for all: making one per session dominated the run
 	builder := func(key string) *callBuilder { return &callBuilder{n: norm, sess: key} }
 	var flood []*callBuilder
 	at := time.Duration(0)

@@ -8,34 +8,33 @@ import "fmt"
 // failure (a terminal re-read, a non-retryable error, the backstop, a spent
 // retry budget), and resets when the session shows anything but stuck.
 func (e *Engine) holdForHysteresis(s *session, v *verdict) bool {
-	if v.state == StateStuck && s.state != StateStuck && e.cfg.Hysteresis > 1 && !v.reason.deterministic() {
+	if v.state == StateStuck && s.state != StateStuck && e.cfg.Hysteresis.Evaluations > 1 && !v.reason.deterministic() {
 		x := s.extras()
 		if x.hystKey == v.cycleKey && x.hystCount > 0 {
 			x.hystCount++
 		} else {
 			x.hystKey, x.hystCount = v.cycleKey, 1
 		}
-		return x.hystCount < e.cfg.Hysteresis
+		return x.hystCount < e.cfg.Hysteresis.Evaluations
 	}
-	if v.state != StateStuck && s.x != nil {
-		s.x.hystCount = 0
+	if v.state != StateStuck && s.extra != nil {
+		s.extra.hystCount = 0
 	}
 	return false
 }
 
-// HysteresisConfig delays non-deterministic stuck verdicts; its key is at
-// the top level.
+// HysteresisConfig delays non-deterministic stuck verdicts (hysteresis).
 type HysteresisConfig struct {
-	// Hysteresis is how many consecutive evaluations must agree before a
+	// Evaluations is how many consecutive evaluations must agree before a
 	// non-deterministic stuck verdict. Default 1 (off).
-	Hysteresis int `mapstructure:"hysteresis"`
+	Evaluations int `mapstructure:"evaluations"`
 }
 
-func defaultHysteresis() HysteresisConfig { return HysteresisConfig{Hysteresis: 1} }
+func defaultHysteresis() HysteresisConfig { return HysteresisConfig{Evaluations: 1} }
 
 func (c HysteresisConfig) check() error {
-	if c.Hysteresis < 1 {
-		return fmt.Errorf("hysteresis must be ≥ 1, got %d", c.Hysteresis)
+	if c.Evaluations < 1 {
+		return fmt.Errorf("hysteresis.evaluations must be ≥ 1, got %d", c.Evaluations)
 	}
 	return nil
 }

@@ -13,8 +13,8 @@ func keepStuck(s *session, v *verdict, trig Trigger) bool {
 		return false
 	}
 	n := len(s.hist)
-	if trig == TriggerTick || n == 0 || !s.hist[n-1].hasFP() || s.x.loop.hasFP(s.hist[n-1].fp) {
-		*v = verdict{by: s.x.loop.rule, state: StateStuck, reason: s.reason, period: s.x.loop.period, loopStart: -1, window: n}
+	if trig == TriggerTick || n == 0 || !s.hist[n-1].hasFP() || s.extra.loop.hasFP(s.hist[n-1].fp) {
+		*v = verdict{by: s.extra.loop.rule, state: StateStuck, reason: s.reason, period: s.extra.loop.period, loopStart: -1, window: n}
 		return true
 	}
 	return false

@@ -15,30 +15,30 @@ import (
 type backstopRule struct{}
 
 func (backstopRule) evaluate(w *window, v *verdict) bool {
-	s, cfg := w.s, &w.e.cfg
-	if cfg.Backstop <= 0 || s.firstSeen <= 0 || w.now-s.firstSeen < int64(cfg.Backstop) {
+	s, cfg := w.session, &w.engine.cfg
+	if cfg.Backstop.MaxDuration <= 0 || s.firstSeen <= 0 || w.now-s.firstSeen < int64(cfg.Backstop.MaxDuration) {
 		return false
 	}
-	*v = verdict{state: StateStuck, reason: ReasonBackstop, loopStart: 0, window: len(w.h)}
+	*v = verdict{state: StateStuck, reason: ReasonBackstop, loopStart: 0, window: len(w.history)}
 	return true
 }
 
 func (backstopRule) explain(b *strings.Builder, w *window, _ verdict) {
-	fmt.Fprintf(b, "backstop: session active for %s (limit %s)", time.Duration(w.now-w.s.firstSeen).Round(time.Second), w.e.cfg.Backstop)
+	fmt.Fprintf(b, "backstop: session active for %s (limit %s)", time.Duration(w.now-w.session.firstSeen).Round(time.Second), w.engine.cfg.Backstop.MaxDuration)
 }
 
-// BackstopConfig is the backstop rule's; its key is at the top level.
+// BackstopConfig is the backstop rule's (backstop).
 type BackstopConfig struct {
-	// Backstop marks a session stuck after this long (0 disables).
-	// Default 2h.
-	Backstop time.Duration `mapstructure:"backstop"`
+	// MaxDuration marks a session stuck once it has been active this long
+	// (0 disables the rule). Default 2h.
+	MaxDuration time.Duration `mapstructure:"max_duration"`
 }
 
-func defaultBackstop() BackstopConfig { return BackstopConfig{Backstop: 2 * time.Hour} }
+func defaultBackstop() BackstopConfig { return BackstopConfig{MaxDuration: 2 * time.Hour} }
 
 func (c BackstopConfig) check() error {
-	if c.Backstop < 0 {
-		return fmt.Errorf("backstop must not be negative (0 disables it), got %s", c.Backstop)
+	if c.MaxDuration < 0 {
+		return fmt.Errorf("backstop.max_duration must not be negative (0 disables it), got %s", c.MaxDuration)
 	}
 	return nil
 }

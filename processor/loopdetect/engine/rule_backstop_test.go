@@ -39,7 +39,7 @@ func TestBackstopCountsFromTheEnginesFirstSight(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := mustEngine(t, func(c *Config) { c.Backstop = tt.backstop; c.IdleTimeout = 0 })
+			e := mustEngine(t, func(c *Config) { c.Backstop.MaxDuration = tt.backstop; c.IdleTimeout = 0 })
 			b := newBuilder("s")
 			var tr []Transition
 			for i, at := range tt.at {
@@ -61,7 +61,7 @@ func TestBackstopCountsFromTheEnginesFirstSight(t *testing.T) {
 // TestBackstopOnTickKillsOnce: a session that makes no more calls is stuck
 // by the timer once past the limit, and killed once.
 func TestBackstopOnTickKillsOnce(t *testing.T) {
-	e := mustEngine(t, func(c *Config) { c.Backstop = time.Hour; c.IdleTimeout = 0 })
+	e := mustEngine(t, func(c *Config) { c.Backstop.MaxDuration = time.Hour; c.IdleTimeout = 0 })
 	b := newBuilder("s")
 	var calls []*ToolCall
 	for i := 0; i < 5; i++ {
@@ -87,7 +87,7 @@ func TestBackstopOnTickKillsOnce(t *testing.T) {
 // TestBackstopConfigNamesItsKey: backstop is checked under its own key.
 func TestBackstopConfigNamesItsKey(t *testing.T) {
 	runConfigCases(t, []configCase{
-		{"negative backstop", func(c *Config) { c.Backstop = -time.Second }, "backstop must not be negative (0 disables it), got -1s"},
-		{"backstop 0 disables", func(c *Config) { c.Backstop = 0 }, ""},
+		{"negative backstop", func(c *Config) { c.Backstop.MaxDuration = -time.Second }, "backstop.max_duration must not be negative (0 disables it), got -1s"},
+		{"backstop 0 disables", func(c *Config) { c.Backstop.MaxDuration = 0 }, ""},
 	})
 }

@@ -14,16 +14,16 @@ import (
 type cycleWithoutResultsRule struct{}
 
 func (cycleWithoutResultsRule) evaluate(w *window, v *verdict) bool {
-	reps := w.e.cfg.CycleWithoutResults.Repetitions
+	reps := w.engine.cfg.CycleWithoutResults.Repetitions
 	if reps <= 0 {
 		return false
 	}
-	t := &w.s.cycles
-	for p := 1; p <= w.e.cfg.CycleWithoutResults.MaxPeriod; p++ {
+	t := &w.session.cycles
+	for p := 1; p <= w.engine.cfg.CycleWithoutResults.MaxPeriod; p++ {
 		if int(t.withoutResults[p-1]) >= (reps-1)*p {
-			n := len(w.h)
+			n := len(w.history)
 			*v = verdict{state: StateStuck, reason: ReasonCycleWithoutResults, period: p, reps: reps,
-				loopStart: max(0, n-reps*p), window: n, cycleKey: cycleKey(w.h, min(p, n))}
+				loopStart: max(0, n-reps*p), window: n, cycleKey: cycleKey(w.history, min(p, n))}
 			return true
 		}
 	}

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"strings"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/hash64"
 )
 
 // failureStreakRule: one tool failing with one non-retryable error class
@@ -15,31 +17,31 @@ import (
 type failureStreakRule struct{}
 
 func (failureStreakRule) evaluate(w *window, v *verdict) bool {
-	if w.s.x == nil || w.s.x.streak.count == 0 {
+	if w.session.extra == nil || w.session.extra.streak.count == 0 {
 		return false
 	}
-	f := &w.s.x.streak
-	threshold, reason := w.e.cfg.FailureStreak.Threshold, ReasonFailureStreak
+	f := &w.session.extra.streak
+	threshold, reason := w.engine.cfg.FailureStreak.Threshold, ReasonFailureStreak
 	if f.unknown {
-		threshold, reason = w.e.cfg.FailureStreak.UnknownToolThreshold, ReasonUnknownTool
+		threshold, reason = w.engine.cfg.FailureStreak.UnknownToolThreshold, ReasonUnknownTool
 	}
 	if threshold <= 0 || int(f.count) < threshold {
 		return false
 	}
-	n := len(w.h)
-	loopStart := max(0, n-int(w.s.total-f.start+1))
+	n := len(w.history)
+	loopStart := max(0, n-int(w.session.total-f.start+1))
 	*v = verdict{state: StateStuck, reason: reason, count: int(f.count), period: 1, reps: int(f.count), loopStart: loopStart, window: n,
-		cycleKey: mix(uint64(f.tool)<<32 | uint64(f.class))}
+		cycleKey: hash64.Mix(uint64(f.tool)<<32 | uint64(f.class))}
 	return true
 }
 
 func (failureStreakRule) explain(b *strings.Builder, w *window, v verdict) {
 	if v.reason == ReasonUnknownTool {
-		fmt.Fprintf(b, "loop detected: %s called x%d but no such tool exists (%q)", w.sh.names.name(w.s.x.streak.tool), v.count, w.s.errClass())
+		fmt.Fprintf(b, "loop detected: %s called x%d but no such tool exists (%q)", w.shard.names.name(w.session.extra.streak.tool), v.count, w.session.errClass())
 		return
 	}
-	fmt.Fprintf(b, "loop detected: %s failed x%d in a row with %q", w.sh.names.name(w.s.x.streak.tool), v.count, w.s.errClass())
-	w.s.quoteErrText(b)
+	fmt.Fprintf(b, "loop detected: %s failed x%d in a row with %q", w.shard.names.name(w.session.extra.streak.tool), v.count, w.session.errClass())
+	w.session.quoteErrText(b)
 	b.WriteString(", whatever its arguments")
 }
 

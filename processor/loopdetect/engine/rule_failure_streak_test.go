@@ -71,7 +71,7 @@ func TestFailureStreakIsOneToolFailingOneWay(t *testing.T) {
 		{"the same action failing with a moved error is progress", nil, func(b *callBuilder) []*ToolCall {
 			return nCalls(8, func(i int) *ToolCall {
 				c := failing(b.call(at(i), "run", `{"f":"app.py"}`, ""), "SyntaxError", fmt.Sprintf("invalid syntax (line %d)", 10*(i+1)))
-				c.Fingerprint, c.FingerprintSource = b.n.Failure(c.ErrorClass, c.ErrorText, "").Digest, FingerprintError
+				c.Fingerprint, c.FingerprintSource = FailureDigest(c.ErrorClass, b.n.Failure(c.ErrorClass, c.ErrorText, "").Text), FingerprintError
 				return c
 			})
 		}, 0, ReasonNone, 0, ""},

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"strings"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/hash64"
 )
 
 // frequentIdenticalRule: at least FrequentIdentical.Threshold calls with one
@@ -20,15 +22,15 @@ func (frequentIdenticalRule) evaluate(w *window, v *verdict) bool {
 		return false
 	}
 	count, first := w.frequent()
-	n := len(w.h)
-	*v = verdict{state: StateStuck, reason: ReasonFrequentIdentical, count: count, loopStart: first, window: min(n, w.e.cfg.FrequentIdentical.Window), period: 1, reps: count}
-	if sh, ok := w.periodic(); ok && sh.fpRun >= sh.period*w.e.cfg.MinRepetitions && !sh.lowConf {
+	n := len(w.history)
+	*v = verdict{state: StateStuck, reason: ReasonFrequentIdentical, count: count, loopStart: first, window: min(n, w.engine.cfg.FrequentIdentical.Window), period: 1, reps: count}
+	if sh, ok := w.periodic(); ok && sh.fpRun >= sh.period*w.engine.cfg.PeriodicLoop.MinRepetitions && !sh.lowConf {
 		// A periodic loop inside the window describes the loop better.
 		v.period, v.reps = sh.period, sh.fpRun/sh.period
 		v.loopStart = min(first, n-sh.fpRun)
 	}
 	// The repeated call, not whatever came last, identifies the loop.
-	v.cycleKey = mix(uint64(w.h[first].sig) ^ mix(uint64(w.h[first].fp)))
+	v.cycleKey = hash64.Mix(uint64(w.history[first].sig) ^ hash64.Mix(uint64(w.history[first].fp)))
 	return true
 }
 

@@ -243,7 +243,7 @@ const (
 // after max_renewals new ones.
 func (s *session) noteWait(w *Wait, tool string, cfg *ImplicitWaitConfig, now int64) waitResult {
 	maxDur, maxPolls, on := cfg.limits(tool)
-	if !on || (w.State != JobPending && (s.x == nil || s.x.wait == nil)) {
+	if !on || (w.State != JobPending && (s.extra == nil || s.extra.wait == nil)) {
 		return waitIgnored
 	}
 	x := s.extras()
@@ -310,10 +310,10 @@ func (iw *implicitWaits) cover(i int, total int64) {
 // excusedFrom is the position, in a history of n calls, of the first call
 // after the polls an implicit lease excuses at now (0 when none is).
 func (s *session) excusedFrom(n int, now int64) int {
-	if s.x == nil || s.x.wait == nil {
+	if s.extra == nil || s.extra.wait == nil {
 		return 0
 	}
-	iw := s.x.wait
+	iw := s.extra.wait
 	if iw.excusedThrough == 0 || (!iw.excusedDone && now >= iw.excusedDeadline) {
 		return 0
 	}
@@ -350,10 +350,10 @@ func (iw *implicitWaits) freeSlot() (int, bool) {
 // call was a poll its job's lease covered, and the lease's deadline is
 // still ahead. Nil for most sessions, at one load.
 func (s *session) waitCovered(now int64) *waitSlot {
-	if s.x == nil || s.x.wait == nil || s.x.wait.coveredAt != s.total {
+	if s.extra == nil || s.extra.wait == nil || s.extra.wait.coveredAt != s.total {
 		return nil
 	}
-	sl := &s.x.wait.slots[s.x.wait.covered]
+	sl := &s.extra.wait.slots[s.extra.wait.covered]
 	if sl.state != slotRunning || sl.deadline <= now {
 		return nil
 	}
@@ -363,7 +363,7 @@ func (s *session) waitCovered(now int64) *waitSlot {
 // waitHeld reports an implicit lease that covered the newest call, its
 // expiry not yet judged (a tick after its deadline judges it).
 func (s *session) waitHeld() bool {
-	return s.x != nil && s.x.wait != nil && s.x.wait.coveredAt == s.total && s.x.wait.slots[s.x.wait.covered].state == slotRunning
+	return s.extra != nil && s.extra.wait != nil && s.extra.wait.coveredAt == s.total && s.extra.wait.slots[s.extra.wait.covered].state == slotRunning
 }
 
 // explainImplicit writes the waiting verdict of an implicit lease.
@@ -376,10 +376,10 @@ func explainImplicit(b *strings.Builder, sl *waitSlot) {
 // it, when a tick found the newest call's implicit lease past its deadline
 // or the newest call ran its lease out; false when neither did.
 func explainRunOut(b *strings.Builder, s *session, trig Trigger, now int64) bool {
-	if s.x == nil || s.x.wait == nil {
+	if s.extra == nil || s.extra.wait == nil {
 		return false
 	}
-	iw := s.x.wait
+	iw := s.extra.wait
 	switch {
 	case trig == TriggerTick && iw.coveredAt == s.total:
 		sl := &iw.slots[iw.covered]

@@ -17,8 +17,8 @@ func (leaseRule) evaluate(w *window, v *verdict) bool {
 	// implicit lease (rule_implicit_wait.go) covers only the poll it was
 	// granted for: the newest call.
 	reason := ReasonLease
-	if !w.s.leaseValid(w.now) {
-		if w.s.waitCovered(w.now) == nil {
+	if !w.session.leaseValid(w.now) {
+		if w.session.waitCovered(w.now) == nil {
 			return false
 		}
 		reason = ReasonImplicitLease
@@ -27,18 +27,18 @@ func (leaseRule) evaluate(w *window, v *verdict) bool {
 		return false
 	}
 	sh, _ := w.periodic()
-	*v = verdict{state: StateWaiting, reason: reason, loopStart: -1, window: len(w.h), period: sh.period, reps: sh.sigRun / max(sh.period, 1)}
+	*v = verdict{state: StateWaiting, reason: reason, loopStart: -1, window: len(w.history), period: sh.period, reps: sh.sigRun / max(sh.period, 1)}
 	return true
 }
 
 func (leaseRule) explain(b *strings.Builder, w *window, v verdict) {
 	if v.reason == ReasonImplicitLease {
-		if sl := w.s.waitCovered(w.now); sl != nil {
+		if sl := w.session.waitCovered(w.now); sl != nil {
 			explainImplicit(b, sl)
 		}
 		return
 	}
-	ls := &w.s.x.lease
+	ls := &w.session.extra.lease
 	fmt.Fprintf(b, "waiting: lease held by %q until %s", ls.owner, time.Unix(0, ls.deadline).UTC().Format(time.RFC3339))
 	if ls.reason != "" {
 		fmt.Fprintf(b, " (%s)", ls.reason)

@@ -15,20 +15,20 @@ import (
 type longCycleRule struct{}
 
 func (longCycleRule) evaluate(w *window, v *verdict) bool {
-	t := &w.s.cycles
-	minCalls := w.e.cfg.LongCycle.MinCalls
+	t := &w.session.cycles
+	minCalls := w.engine.cfg.LongCycle.MinCalls
 	run, span := int(t.seenRun), int(t.seenSpan)
 	if minCalls <= 0 || span == 0 || run < max(minCalls, span) {
 		return false
 	}
-	n := len(w.h)
+	n := len(w.history)
 	*v = verdict{state: StateStuck, reason: ReasonLongCycle, period: span, reps: (run + span) / span,
-		loopStart: max(0, n-run-span), window: n, cycleKey: cycleKey(w.h, min(span, n))}
+		loopStart: max(0, n-run-span), window: n, cycleKey: cycleKey(w.history, min(span, n))}
 	return true
 }
 
 func (longCycleRule) explain(b *strings.Builder, w *window, v verdict) {
-	fmt.Fprintf(b, "loop detected: the last %d calls repeated earlier calls with identical results (a cycle of %d calls, ending %s)", int(w.s.cycles.seenRun), v.period, w.cycle(min(v.period, 3)))
+	fmt.Fprintf(b, "loop detected: the last %d calls repeated earlier calls with identical results (a cycle of %d calls, ending %s)", int(w.session.cycles.seenRun), v.period, w.cycle(min(v.period, 3)))
 }
 
 // LongCycleConfig is the long-cycle rule's (long_cycle).

@@ -71,7 +71,7 @@ func TestLongCycleIsARunOfRepeatsCoveringACycle(t *testing.T) {
 		{"a sweep of 25 pages wraps beyond the ring: never seen", nil, pages(25, 60), 0, ReasonNone, 0, ""},
 		// min_calls above the cycle: a 3-cycle (past max_period 2) is
 		// stuck at the 4th repeat, not the 3rd.
-		{"min_calls 4 over a 3-cycle: call 7", func(c *Config) { c.MaxPeriod = 2 }, pages(3, 9), 7, ReasonLongCycle, 7, ""},
+		{"min_calls 4 over a 3-cycle: call 7", func(c *Config) { c.PeriodicLoop.MaxPeriod = 2 }, pages(3, 9), 7, ReasonLongCycle, 7, ""},
 		{"min_calls 8: the 4-step poll at call 12", func(c *Config) { c.LongCycle.MinCalls = 8 }, poll(14), 12, ReasonLongCycle, 12, ""},
 		{"min_calls 24, the ring's size: the 4-step poll at call 28", func(c *Config) { c.LongCycle.MinCalls = recentCalls }, poll(30),
 			28, ReasonLongCycle, 28, ""},

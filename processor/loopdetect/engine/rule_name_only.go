@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"strings"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/hash64"
 )
 
 // nameOnlyThresholdRule: when NameOnlyThreshold is set, that many calls of
@@ -13,16 +15,16 @@ import (
 type nameOnlyThresholdRule struct{}
 
 func (nameOnlyThresholdRule) evaluate(w *window, v *verdict) bool {
-	threshold := w.e.cfg.NameOnlyThreshold
+	threshold := w.engine.cfg.NameOnly.Threshold
 	if threshold <= 0 {
 		return false
 	}
-	c, f := w.e.frequent(w.h, true, len(w.h), 0)
+	c, f := w.engine.frequent(w.history, true, len(w.history), 0)
 	if c < threshold {
 		return false
 	}
-	*v = verdict{state: StateStuck, reason: ReasonFrequentIdentical, count: c, loopStart: f, period: 1, reps: c, window: len(w.h), lowConf: true,
-		cycleKey: mix(uint64(w.h[f].sig) ^ mix(uint64(w.h[f].fp)))}
+	*v = verdict{state: StateStuck, reason: ReasonFrequentIdentical, count: c, loopStart: f, period: 1, reps: c, window: len(w.history), lowConf: true,
+		cycleKey: hash64.Mix(uint64(w.history[f].sig) ^ hash64.Mix(uint64(w.history[f].fp)))}
 	return true
 }
 
@@ -30,16 +32,16 @@ func (nameOnlyThresholdRule) explain(b *strings.Builder, _ *window, v verdict) {
 	fmt.Fprintf(b, "loop detected: same tool name x%d without arguments (name-only threshold)", v.count)
 }
 
-// NameOnlyConfig is the name-only rule's; its key is at the top level.
+// NameOnlyConfig is the name-only rule's (name_only).
 type NameOnlyConfig struct {
-	// NameOnlyThreshold lets that many identical argument-less calls reach
-	// stuck; 0 (default) keeps them at uncertain.
-	NameOnlyThreshold int `mapstructure:"name_only_threshold"`
+	// Threshold lets that many identical argument-less calls reach stuck;
+	// 0 (default) keeps them at uncertain.
+	Threshold int `mapstructure:"threshold"`
 }
 
 func (c NameOnlyConfig) check(historySize int) error {
-	if c.NameOnlyThreshold < 0 || c.NameOnlyThreshold > historySize {
-		return fmt.Errorf("name_only_threshold must be in 0..history_size (%d), got %d", historySize, c.NameOnlyThreshold)
+	if c.Threshold < 0 || c.Threshold > historySize {
+		return fmt.Errorf("name_only.threshold must be in 0..history_size (%d), got %d", historySize, c.Threshold)
 	}
 	return nil
 }

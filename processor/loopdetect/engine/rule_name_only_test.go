@@ -17,7 +17,7 @@ func TestNameOnlyThresholdIsOffByDefaultAndNeverKillsAlone(t *testing.T) {
 		b := newBuilder("s")
 		return nCalls(n, func(i int) *ToolCall { return b.call(at(i), "web_search", "", "") })
 	}
-	threshold := func(n int) func(*Config) { return func(c *Config) { c.NameOnlyThreshold = n } }
+	threshold := func(n int) func(*Config) { return func(c *Config) { c.NameOnly.Threshold = n } }
 	tests := []struct {
 		name    string
 		mod     func(*Config)
@@ -31,7 +31,7 @@ func TestNameOnlyThresholdIsOffByDefaultAndNeverKillsAlone(t *testing.T) {
 			8, 0, "loop detected: same tool name x8 without arguments (name-only threshold)"},
 		{"threshold 8, seven calls: not yet", threshold(8), searches(7), 0, 0, ""},
 		// frequent_identical, the verdict's reason, is a kill reason.
-		{"threshold 8 and kill.allow_low_confidence: killed at the 8th", func(c *Config) { c.NameOnlyThreshold, c.Kill.AllowLowConfidence = 8, true },
+		{"threshold 8 and kill.allow_low_confidence: killed at the 8th", func(c *Config) { c.NameOnly.Threshold, c.Kill.AllowLowConfidence = 8, true },
 			searches(10), 8, 8, ""},
 		{"threshold 12, the history's size: the 12th call", threshold(12), searches(14), 12, 0, ""},
 		{"a new action between ends the run", threshold(5), func() []*ToolCall {
@@ -65,8 +65,8 @@ func TestNameOnlyThresholdIsOffByDefaultAndNeverKillsAlone(t *testing.T) {
 // history it counts in.
 func TestNameOnlyConfigNamesItsKey(t *testing.T) {
 	runConfigCases(t, []configCase{
-		{"name-only over history", func(c *Config) { c.NameOnlyThreshold = 99 }, "name_only_threshold"},
-		{"name-only at history", func(c *Config) { c.NameOnlyThreshold = c.HistorySize }, ""},
-		{"negative name-only", func(c *Config) { c.NameOnlyThreshold = -1 }, "name_only_threshold must be in 0..history_size (12), got -1"},
+		{"name-only over history", func(c *Config) { c.NameOnly.Threshold = 99 }, "name_only.threshold"},
+		{"name-only at history", func(c *Config) { c.NameOnly.Threshold = c.HistorySize }, ""},
+		{"negative name-only", func(c *Config) { c.NameOnly.Threshold = -1 }, "name_only.threshold must be in 0..history_size (12), got -1"},
 	})
 }

@@ -25,12 +25,12 @@ type shape struct {
 
 func (e *Engine) periodic(h []record) (shape, bool) {
 	n := len(h)
-	for p := 1; p <= e.cfg.MaxPeriod && 2*p <= n; p++ {
+	for p := 1; p <= e.cfg.PeriodicLoop.MaxPeriod && 2*p <= n; p++ {
 		run := 0
 		for i := n - 1; i-p >= 0 && h[i].sig == h[i-p].sig; i-- {
 			run++
 		}
-		if run+p < p*e.cfg.MinRepetitions {
+		if run+p < p*e.cfg.PeriodicLoop.MinRepetitions {
 			continue
 		}
 		sh := shape{period: p, sigRun: run + p}
@@ -60,15 +60,15 @@ func (e *Engine) periodic(h []record) (shape, bool) {
 
 func (periodicLoopRule) evaluate(w *window, v *verdict) bool {
 	sh, ok := w.periodic()
-	if !ok || sh.lowConf || sh.fpRun < sh.period*w.e.cfg.MinRepetitions {
+	if !ok || sh.lowConf || sh.fpRun < sh.period*w.engine.cfg.PeriodicLoop.MinRepetitions {
 		return false
 	}
-	n := len(w.h)
+	n := len(w.history)
 	*v = verdict{state: StateStuck, reason: ReasonPeriodicLoop, period: sh.period, reps: sh.fpRun / sh.period, loopStart: n - sh.fpRun, window: n}
-	if sh.period == 1 && w.h[n-1].fpSource() == FingerprintResult {
+	if sh.period == 1 && w.history[n-1].fpSource() == FingerprintResult {
 		v.reason = ReasonUnchangedResult
 	}
-	v.cycleKey = cycleKey(w.h, v.period)
+	v.cycleKey = cycleKey(w.history, v.period)
 	return true
 }
 
@@ -83,8 +83,7 @@ func (periodicLoopRule) explain(b *strings.Builder, w *window, v verdict) {
 	}
 }
 
-// PeriodicLoopConfig is the periodic-loop rule's; its keys are at the top
-// level of the configuration.
+// PeriodicLoopConfig is the periodic-loop rule's (periodic_loop).
 type PeriodicLoopConfig struct {
 	// MaxPeriod is the longest cycle looked for. Default 3.
 	MaxPeriod int `mapstructure:"max_period"`
@@ -99,13 +98,13 @@ func defaultPeriodicLoop() PeriodicLoopConfig {
 func (c PeriodicLoopConfig) check(historySize int) error {
 	var errs []error
 	if c.MaxPeriod < 1 || c.MaxPeriod > 16 {
-		errs = append(errs, fmt.Errorf("max_period must be in 1..16, got %d", c.MaxPeriod))
+		errs = append(errs, fmt.Errorf("periodic_loop.max_period must be in 1..16, got %d", c.MaxPeriod))
 	}
 	if c.MinRepetitions < 2 {
-		errs = append(errs, fmt.Errorf("min_repetitions must be ≥ 2, got %d", c.MinRepetitions))
+		errs = append(errs, fmt.Errorf("periodic_loop.min_repetitions must be ≥ 2, got %d", c.MinRepetitions))
 	}
 	if c.MaxPeriod*c.MinRepetitions > historySize {
-		errs = append(errs, fmt.Errorf("history_size (%d) must hold max_period × min_repetitions (%d) calls", historySize, c.MaxPeriod*c.MinRepetitions))
+		errs = append(errs, fmt.Errorf("history_size (%d) must hold periodic_loop.max_period × periodic_loop.min_repetitions (%d) calls", historySize, c.MaxPeriod*c.MinRepetitions))
 	}
 	return errors.Join(errs...)
 }

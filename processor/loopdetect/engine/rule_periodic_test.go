@@ -68,14 +68,14 @@ func TestPeriodicLoopNeedsAnUnchangedFingerprint(t *testing.T) {
 				b.call(5*time.Second, "write_note", `{"c":2}`, ""),
 			}
 		}, 2, ReasonUnchangedResult, 0, "loop detected: same tool call get_task returned an identical result x2 in a row"},
-		{"min_repetitions 3: the third identical result, not the second", func(c *Config) { c.MinRepetitions = 3 },
+		{"min_repetitions 3: the third identical result, not the second", func(c *Config) { c.PeriodicLoop.MinRepetitions = 3 },
 			cycle(3, [3]string{"bash", `{"c":"ls"}`, "a.go"}),
 			3, ReasonUnchangedResult, 0, "loop detected: same tool call bash returned an identical result x3 in a row"},
 		// Past max_period a 4-cycle is the long-cycle rule's, which sees it
 		// at the same call (its run of 4 repeats covers the cycle).
 		{"A-B-C-D is beyond max_period 3: long_cycle decides at call 8", nil, cycle(8, a, bb, c, d),
 			8, ReasonLongCycle, 8, ""},
-		{"max_period 4: A-B-C-D twice is a periodic loop at call 8", func(c *Config) { c.MaxPeriod = 4 }, cycle(8, a, bb, c, d),
+		{"max_period 4: A-B-C-D twice is a periodic loop at call 8", func(c *Config) { c.PeriodicLoop.MaxPeriod = 4 }, cycle(8, a, bb, c, d),
 			8, ReasonPeriodicLoop, 8, "loop detected: cycle read_file → grep → list_dir → git_status repeated x2 (period 4) with unchanged progress fingerprint"},
 	})
 }
@@ -85,12 +85,12 @@ func TestPeriodicLoopNeedsAnUnchangedFingerprint(t *testing.T) {
 func TestPeriodicLoopConfigNamesItsKey(t *testing.T) {
 	runConfigCases(t, []configCase{
 		{"history too small for periods", func(c *Config) {
-			c.HistorySize, c.FrequentIdentical.Window, c.FrequentIdentical.Threshold, c.MaxPeriod = 5, 5, 5, 3
-		}, "max_period × min_repetitions"},
+			c.HistorySize, c.FrequentIdentical.Window, c.FrequentIdentical.Threshold, c.PeriodicLoop.MaxPeriod = 5, 5, 5, 3
+		}, "periodic_loop.max_period × periodic_loop.min_repetitions"},
 		{"history exactly max_period × min_repetitions", func(c *Config) { c.HistorySize, c.FrequentIdentical.Window = 6, 6 }, ""},
-		{"max_period 0", func(c *Config) { c.MaxPeriod = 0 }, "max_period must be in 1..16, got 0"},
-		{"max_period 16 in a history of 32", func(c *Config) { c.HistorySize, c.MaxPeriod = 32, 16 }, ""},
-		{"max_period 17", func(c *Config) { c.HistorySize, c.MaxPeriod = 64, 17 }, "max_period must be in 1..16, got 17"},
-		{"min_repetitions 1", func(c *Config) { c.MinRepetitions = 1 }, "min_repetitions must be ≥ 2, got 1"},
+		{"max_period 0", func(c *Config) { c.PeriodicLoop.MaxPeriod = 0 }, "periodic_loop.max_period must be in 1..16, got 0"},
+		{"max_period 16 in a history of 32", func(c *Config) { c.HistorySize, c.PeriodicLoop.MaxPeriod = 32, 16 }, ""},
+		{"max_period 17", func(c *Config) { c.HistorySize, c.PeriodicLoop.MaxPeriod = 64, 17 }, "periodic_loop.max_period must be in 1..16, got 17"},
+		{"min_repetitions 1", func(c *Config) { c.PeriodicLoop.MinRepetitions = 1 }, "periodic_loop.min_repetitions must be ≥ 2, got 1"},
 	})
 }

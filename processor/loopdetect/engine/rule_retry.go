@@ -45,8 +45,8 @@ func (e *Engine) retry(s *session) retryRun {
 		return retryRun{}
 	}
 	pol := e.cfg.Retry.RetryPolicy
-	if s.x != nil && s.x.policy.MaxAttempts > 0 {
-		pol = s.x.policy
+	if s.extra != nil && s.extra.policy.MaxAttempts > 0 {
+		pol = s.extra.policy
 	}
 	// The attribute may only add attempts: an agent reporting attempt 1
 	// forever must not stretch the budget.
@@ -86,13 +86,13 @@ func (retryPolicyRule) evaluate(w *window, v *verdict) bool {
 	if rr.outcome != retryOK {
 		return false
 	}
-	n := len(w.h)
+	n := len(w.history)
 	*v = verdict{state: StateRetrying, reason: ReasonRetryPolicy, period: 1, reps: rr.run, loopStart: n - rr.run, window: n, attempt: rr.attempt, maxTry: rr.budget}
 	return true
 }
 
 func (retryPolicyRule) explain(b *strings.Builder, w *window, v verdict) {
-	fmt.Fprintf(b, "retrying: %s attempt %d of %d after %q, backoff kept", w.toolName(), v.attempt, v.maxTry, w.s.errClass())
+	fmt.Fprintf(b, "retrying: %s attempt %d of %d after %q, backoff kept", w.toolName(), v.attempt, v.maxTry, w.session.errClass())
 }
 
 // failedRepetitionRule: a loop (any stall rule) made of failing calls the
@@ -117,7 +117,7 @@ func (failedRepetitionRule) evaluate(w *window, v *verdict) bool {
 	for _, r := range &stallRules {
 		if r.evaluate(w, v) {
 			v.reason, v.count, v.attempt, v.maxTry = reason, rr.run, rr.attempt, rr.budget
-			v.cycleKey = cycleKey(w.h, v.period)
+			v.cycleKey = cycleKey(w.history, v.period)
 			return true
 		}
 	}
@@ -127,10 +127,10 @@ func (failedRepetitionRule) evaluate(w *window, v *verdict) bool {
 func (failedRepetitionRule) explain(b *strings.Builder, w *window, v verdict) {
 	switch v.reason {
 	case ReasonNonRetryableError:
-		fmt.Fprintf(b, "loop detected: %s failed x%d with non-retryable error %q", w.toolName(), v.count, w.s.errClass())
-		w.s.quoteErrText(b)
+		fmt.Fprintf(b, "loop detected: %s failed x%d with non-retryable error %q", w.toolName(), v.count, w.session.errClass())
+		w.session.quoteErrText(b)
 	case ReasonBackoffCollapsed:
-		fmt.Fprintf(b, "loop detected: %s retried x%d faster than the backoff policy after %q", w.toolName(), v.count, w.s.errClass())
+		fmt.Fprintf(b, "loop detected: %s retried x%d faster than the backoff policy after %q", w.toolName(), v.count, w.session.errClass())
 	default:
 		fmt.Fprintf(b, "loop detected: %s failed %d attempts, over the retry budget of %d", w.toolName(), v.attempt, v.maxTry)
 	}

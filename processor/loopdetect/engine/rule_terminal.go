@@ -19,8 +19,8 @@ func (w *window) terminal() int {
 	}
 	w.done |= doneTerminal
 	w.terminalAt = -1
-	h, n := w.h, len(w.h)
-	if !w.e.cfg.TerminalReread || n < 2 || h[n-1].has(fLowConf) {
+	h, n := w.history, len(w.history)
+	if !w.engine.cfg.TerminalReread.Enabled || n < 2 || h[n-1].has(fLowConf) {
 		return -1
 	}
 	last := &h[n-1]
@@ -39,8 +39,8 @@ func (terminalRereadRule) evaluate(w *window, v *verdict) bool {
 	if at < 0 {
 		return false
 	}
-	n := len(w.h)
-	*v = verdict{state: StateStuck, reason: ReasonTerminalReread, period: 1, reps: n - at, loopStart: at, window: n, cycleKey: cycleKey(w.h, 1)}
+	n := len(w.history)
+	*v = verdict{state: StateStuck, reason: ReasonTerminalReread, period: 1, reps: n - at, loopStart: at, window: n, cycleKey: cycleKey(w.history, 1)}
 	return true
 }
 
@@ -48,13 +48,12 @@ func (terminalRereadRule) explain(b *strings.Builder, w *window, v verdict) {
 	fmt.Fprintf(b, "loop detected: terminal result of %s re-read (x%d)", w.toolName(), v.reps)
 }
 
-// TerminalRereadConfig is the terminal re-read rule's; its key is at the
-// top level.
+// TerminalRereadConfig is the terminal re-read rule's (terminal_reread).
 type TerminalRereadConfig struct {
-	// TerminalReread enables the rule (an agent re-reading a completed
+	// Enabled turns the rule on (an agent re-reading a completed
 	// async task result). Default true. (The other async-task rule, an
 	// identical result twice in a row, is the periodic rule's period 1.)
-	TerminalReread bool `mapstructure:"terminal_reread"`
+	Enabled bool `mapstructure:"enabled"`
 }
 
-func defaultTerminalReread() TerminalRereadConfig { return TerminalRereadConfig{TerminalReread: true} }
+func defaultTerminalReread() TerminalRereadConfig { return TerminalRereadConfig{Enabled: true} }

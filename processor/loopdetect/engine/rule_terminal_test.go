@@ -51,11 +51,11 @@ func TestTerminalRereadIsTheSameFinishedResultInARow(t *testing.T) {
 		{"name-only reads of a finished result are not a re-read", nil, reads(4, "", done), 0, ReasonNone, 0, ""},
 		// terminal_reread is deterministic: hysteresis never delays it (an
 		// unchanged result would wait for three agreeing evaluations).
-		{"hysteresis 3 does not delay it", func(c *Config) { c.Hysteresis = 3 }, reads(2, `{"t":1}`, done),
+		{"hysteresis 3 does not delay it", func(c *Config) { c.Hysteresis.Evaluations = 3 }, reads(2, `{"t":1}`, done),
 			2, ReasonTerminalReread, 0, ""},
-		{"hysteresis 3 with terminal_reread off: two reads are not yet stuck", func(c *Config) { c.Hysteresis, c.TerminalReread = 3, false },
+		{"hysteresis 3 with terminal_reread off: two reads are not yet stuck", func(c *Config) { c.Hysteresis.Evaluations, c.TerminalReread.Enabled = 3, false },
 			reads(2, `{"t":1}`, done), 0, ReasonNone, 0, ""},
-		{"terminal_reread off: the second read is an unchanged result", func(c *Config) { c.TerminalReread = false }, reads(2, `{"t":1}`, done),
+		{"terminal_reread off: the second read is an unchanged result", func(c *Config) { c.TerminalReread.Enabled = false }, reads(2, `{"t":1}`, done),
 			2, ReasonUnchangedResult, 0, "loop detected: same tool call get_task returned an identical result x2 in a row"},
 	})
 }

@@ -20,7 +20,7 @@ func (unsafeEvidenceRule) evaluate(w *window, v *verdict) bool {
 	if sh.lowConf {
 		r = ReasonNameOnly
 	}
-	n := len(w.h)
+	n := len(w.history)
 	*v = verdict{state: StateUncertain, reason: r, period: sh.period, reps: sh.sigRun / sh.period, loopStart: n - sh.sigRun, window: n, lowConf: sh.lowConf}
 	return true
 }
@@ -38,7 +38,7 @@ func (unsafeEvidenceRule) explain(b *strings.Builder, w *window, v verdict) {
 type workingRule struct{}
 
 func (workingRule) evaluate(w *window, v *verdict) bool {
-	*v = verdict{state: StateWorking, reason: ReasonNoLoop, loopStart: -1, window: len(w.h)}
+	*v = verdict{state: StateWorking, reason: ReasonNoLoop, loopStart: -1, window: len(w.history)}
 	if _, periodic := w.periodic(); periodic || w.frequentStall() {
 		v.reason = ReasonProgress
 	}
@@ -50,5 +50,5 @@ func (workingRule) explain(b *strings.Builder, w *window, v verdict) {
 		b.WriteString("progress: the fingerprint changed")
 		return
 	}
-	fmt.Fprintf(b, "no loop in the last %d calls", len(w.h))
+	fmt.Fprintf(b, "no loop in the last %d calls", len(w.history))
 }

@@ -62,7 +62,7 @@ func TestUnsafeEvidenceIsUncertainAndWorkingIsTheRest(t *testing.T) {
 		{"a 4-cycle without results is not loop-shaped under max_period 3", nil,
 			steps(8, func(i int) step { return step{"t", fmt.Sprintf(`{"k":%d}`, i%4), ""} }),
 			0, ReasonNone, "", 0, ReasonNone, "", 0, StateWorking, ReasonNoLoop},
-		{"max_period 1: A-B-A-B without results is not loop-shaped", func(c *Config) { c.MaxPeriod = 1 },
+		{"max_period 1: A-B-A-B without results is not loop-shaped", func(c *Config) { c.PeriodicLoop.MaxPeriod = 1 },
 			steps(8, func(i int) step { return [...]step{a, b}[i%2] }),
 			0, ReasonNone, "", 0, ReasonNone, "", 0, StateWorking, ReasonNoLoop},
 		{"a new action after an uncertain repetition: working, no loop", nil,

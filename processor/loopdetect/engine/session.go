@@ -7,6 +7,8 @@ import (
 	"hash/maphash"
 	"strings"
 	"time"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/hash64"
 )
 
 // record is one call in a session's history: 48 bytes, digests only.
@@ -63,7 +65,7 @@ func id32(id [8]byte) uint32 {
 	if x == 0 {
 		return 0
 	}
-	return uint32(mix(x)) | 1
+	return uint32(hash64.Mix(x)) | 1
 }
 
 // session is a tracked session: what a call reads and writes, in 256
@@ -88,9 +90,9 @@ type session struct {
 	hist       []record
 	total      int64
 	firstStart int64
-	// x holds what only some sessions need (a loop, a lease, failures),
+	// extra holds what only some sessions need (a loop, a lease, failures),
 	// allocated on first use to keep a working session small.
-	x          *sessionExtras
+	extra      *sessionExtras
 	tok        *tokenState
 	cycles     cycleTracker
 	traceID    [16]byte
@@ -171,7 +173,7 @@ type sessionExtras struct {
 	hystKey   uint64
 	hystCount int
 	// errClass and errText name the newest failure, for explanations;
-	// errText is masked (Normalizer.ShownError).
+	// errText is masked (canon's Normalizer.ShownError).
 	errClass string
 	errText  string
 	streak   failureStreak
@@ -180,10 +182,10 @@ type sessionExtras struct {
 }
 
 func (s *session) extras() *sessionExtras {
-	if s.x == nil {
-		s.x = &sessionExtras{}
+	if s.extra == nil {
+		s.extra = &sessionExtras{}
 	}
-	return s.x
+	return s.extra
 }
 
 type leaseState struct {
@@ -481,21 +483,21 @@ func (s *session) noteLease(l Lease, maxRenewals int, now int64) bool {
 }
 
 func (s *session) leaseValid(now int64) bool {
-	return s.x != nil && s.x.lease.active && s.x.lease.deadline > now
+	return s.extra != nil && s.extra.lease.active && s.extra.lease.deadline > now
 }
 
 func (s *session) errClass() string {
-	if s.x == nil {
+	if s.extra == nil {
 		return ""
 	}
-	return s.x.errClass
+	return s.extra.errClass
 }
 
 // quoteErrText appends `: "<masked error text>"` to an explanation when the
 // newest failure recorded one that says more than its class.
 func (s *session) quoteErrText(b *strings.Builder) {
-	if s.x == nil || s.x.errText == "" || s.x.errText == s.x.errClass {
+	if s.extra == nil || s.extra.errText == "" || s.extra.errText == s.extra.errClass {
 		return
 	}
-	fmt.Fprintf(b, ": %q", s.x.errText)
+	fmt.Fprintf(b, ": %q", s.extra.errText)
 }

@@ -3,6 +3,8 @@ package engine
 import (
 	"math"
 	"math/bits"
+	"sync/atomic"
+	"time"
 	"unsafe"
 )
 
@@ -663,4 +665,84 @@ func (c *senderCounts) shrink() {
 		c.pushBack(j)
 		c.most = max(c.most, e.count)
 	}
+}
+
+// evictOne makes room at the global bound. A stale session (no call for
+// staleAfter) goes first: one of sh's, else one of another shard's whose
+// lock is free at once (never waiting, so shard locks cannot deadlock),
+// each found by a bounded sweep of the clock hand. With none found, a
+// session of the sender holding the most sessions of one shard goes
+// (evictee): sh's heaviest sender's, unless a free shard's heaviest holds
+// more. So a session alone in its shard, or alone of its sender in one,
+// is not what a flood spread over every shard evicts. It reports false
+// when it found no session to evict.
+func (e *Engine) evictOne(sh *shard, now int64) bool {
+	stale := e.staleAfter()
+	if p, ok := sh.tab.staleVictim(now, stale, sweepLen); ok {
+		e.evict(sh, p, &e.stats.EvictedStale)
+		return true
+	}
+	// best is the shard to give up a session: sh, or the free shard whose
+	// heaviest sender holds the most, kept locked.
+	best, most := sh, sh.tab.senders.most
+	for i := range e.shards {
+		o := &e.shards[i]
+		if o == sh || !o.mu.TryLock() {
+			continue
+		}
+		if p, ok := o.tab.staleVictim(now, stale, sweepOtherLen); ok {
+			e.evict(o, p, &e.stats.EvictedStale)
+			o.mu.Unlock()
+			if best != sh {
+				best.mu.Unlock()
+			}
+			return true
+		}
+		if o.tab.senders.most > most {
+			if best != sh {
+				best.mu.Unlock()
+			}
+			best, most = o, o.tab.senders.most
+			continue
+		}
+		o.mu.Unlock()
+	}
+	if best != sh {
+		defer best.mu.Unlock()
+	}
+	if most == 0 {
+		// sh is empty and every other shard is busy: their holders are
+		// not waiting on us, so one is free again shortly (admit retries).
+		return false
+	}
+	p, ok := best.tab.evictee()
+	if ok {
+		e.evict(best, p, &e.stats.EvictedActive)
+	}
+	return ok
+}
+
+// evict removes the session at slab position p of sh, whose lock the
+// caller holds, to make room for a new one, and counts it in Evicted and
+// kind (EvictedStale or EvictedActive).
+func (e *Engine) evict(sh *shard, p uint32, kind *atomic.Int64) {
+	sh.tab.removeSession(e, sh.tab.at(p))
+	kind.Add(1)
+	e.stats.Evicted.Add(1)
+}
+
+// evictWindow is how many of a shard's newest sessions it remembers for
+// eviction.
+const evictWindow = 16
+
+// maxStaleAfter is the longest a session may go without a call and still
+// be spared at the bound (shorter with a shorter idle_timeout).
+const maxStaleAfter = 5 * time.Minute
+
+func (e *Engine) staleAfter() int64 {
+	d := maxStaleAfter
+	if e.cfg.IdleTimeout > 0 {
+		d = min(d, e.cfg.IdleTimeout)
+	}
+	return int64(d)
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/canon"
 )
 
 // sessions is every tracked session, for tests (no lock: the engine must
@@ -224,7 +226,7 @@ func TestIdleExpiry(t *testing.T) {
 		{"expiry off", 0, []time.Duration{0, time.Second}, nil, 24 * time.Hour, []bool{false, false}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := mustEngine(t, func(c *Config) { c.IdleTimeout = tc.idle; c.Backstop = 0 })
+			e := mustEngine(t, func(c *Config) { c.IdleTimeout = tc.idle; c.Backstop.MaxDuration = 0 })
 			for i, at := range tc.lastAt {
 				b := newBuilder(fmt.Sprintf("s-%d", i))
 				var calls []*ToolCall
@@ -508,7 +510,7 @@ func checkSenders(t *testing.T, e *Engine) {
 func TestSenderCountsFollowTheSessions(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	e := mustEngine(t, func(c *Config) { c.MaxSessions = 300; c.IdleTimeout = 20 * time.Second })
-	norm := NewNormalizer(DefaultNormalizerConfig())
+	norm := canon.NewNormalizer(canon.DefaultNormalizerConfig())
 	builders := map[string]*callBuilder{}
 	targets := []target.Process{{}, {ServiceName: "a"}, {ServiceName: "a", ServiceInstanceID: "i1"}, {ServiceName: "b", PID: 7}, {HostName: "h"}}
 	at := time.Duration(0)
@@ -562,7 +564,7 @@ func TestSenderCountsShrinkAfterAFlood(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := mustEngine(t, func(c *Config) { c.MaxSessions = flood; c.IdleTimeout = time.Minute })
-			norm := NewNormalizer(DefaultNormalizerConfig())
+			norm := canon.NewNormalizer(canon.DefaultNormalizerConfig())
 			builders := make([]*callBuilder, flood)
 			call := func(i int, at time.Duration) {
 				if builders[i] == nil {

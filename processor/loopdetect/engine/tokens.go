@@ -46,8 +46,8 @@ func (e *Engine) AddTokens(session string, tokens int64, now time.Time, out []Tr
 		s.tok = &tokenState{}
 	}
 	s.tok.total += tokens
-	if e.cfg.Kill.MaxLoopTokens > 0 && s.state == StateStuck && s.x != nil && !s.x.loop.killed &&
-		s.loopTokens(&s.x.loop) >= e.cfg.Kill.MaxLoopTokens {
+	if e.cfg.Kill.MaxLoopTokens > 0 && s.state == StateStuck && s.extra != nil && !s.extra.loop.killed &&
+		s.loopTokens(&s.extra.loop) >= e.cfg.Kill.MaxLoopTokens {
 		out = e.evaluate(sh, s, now.UnixNano(), TriggerTick, [8]byte{}, out)
 	}
 	return out

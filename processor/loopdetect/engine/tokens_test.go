@@ -95,7 +95,7 @@ func TestMaxLoopTokensKills(t *testing.T) {
 func TestMaxLoopTokensValidated(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Kill.MaxLoopTokens = -1
-	if err := cfg.Check(); err == nil {
+	if err := cfg.Validate(); err == nil {
 		t.Fatal("negative kill.max_loop_tokens accepted")
 	}
 }

@@ -28,7 +28,7 @@ func (e *Engine) evaluate(sh *shard, s *session, now int64, trig Trigger, span [
 	}
 	var loop *loopState
 	if v.state == StateStuck {
-		loop = &s.x.loop
+		loop = &s.extra.loop
 		if v.reason == ReasonBackstop {
 			loop.backstop = true
 		}
@@ -41,7 +41,7 @@ func (e *Engine) evaluate(sh *shard, s *session, now int64, trig Trigger, span [
 		return out
 	}
 	if from == StateStuck && v.state != StateStuck {
-		s.x.loop = loopState{}
+		s.extra.loop = loopState{}
 	}
 	s.state = v.state
 	s.reason = v.reason
@@ -137,10 +137,10 @@ func explain(w *window, v verdict, from State, trig Trigger, now int64) string {
 	var b strings.Builder
 	switch {
 	case from != StateWaiting || v.state == StateWaiting:
-	case trig == TriggerTick && !w.s.waitHeld():
-		fmt.Fprintf(&b, "wait lease of %q expired; ", w.s.x.lease.owner)
+	case trig == TriggerTick && !w.session.waitHeld():
+		fmt.Fprintf(&b, "wait lease of %q expired; ", w.session.extra.lease.owner)
 	default:
-		explainRunOut(&b, w.s, trig, now)
+		explainRunOut(&b, w.session, trig, now)
 	}
 	if v.by != nil {
 		v.by.explain(&b, w, v)

@@ -138,7 +138,7 @@ const (
 	FingerprintResult
 	// FingerprintError: a failed call: its error class, with its error
 	// text and its result masked when the caller normalized them
-	// (Normalizer.Failure).
+	// (FailureDigest).
 	FingerprintError
 )
 
@@ -220,10 +220,10 @@ type ToolCall struct {
 	Failed     bool
 	ErrorClass string
 	// ErrorText is the failure's text as explanations quote it, masked
-	// (Normalizer.ShownError); "" when none was recorded.
+	// (canon's Normalizer.ShownError); "" when none was recorded.
 	ErrorText string
 	// UnknownTool marks a failure because the tool does not exist
-	// (Normalizer.Failure recognises the frameworks' messages).
+	// (canon's Normalizer.Failure recognises the frameworks' messages).
 	UnknownTool bool
 	// Attempt is the retry attempt from the span (0: unknown).
 	Attempt int

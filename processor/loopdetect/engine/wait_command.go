@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"unsafe"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/hash64"
 )
 
 // commandWait is what a command line says about waiting.
@@ -335,7 +337,7 @@ var setupCommands = map[string]bool{
 // kubectl rollout status).
 func (sc *cmdScan) job(words []shWord) {
 	name := baseName(sc.text(words[0]))
-	sc.wait.owner = mix(sc.wait.owner ^ strHash(name))
+	sc.wait.owner = hash64.Mix(sc.wait.owner ^ hash64.String(name))
 	labelled := len(sc.label) == 0 && !setupCommands[name]
 	if labelled {
 		sc.label = append(sc.label, baseName(sc.text(words[0]))...)
@@ -370,9 +372,9 @@ func (sc *cmdScan) job(words []shWord) {
 		} else {
 			labelled = false
 		}
-		sc.wait.owner = mix(sc.wait.owner*0x100000001b3 ^ strHash(w))
+		sc.wait.owner = hash64.Mix(sc.wait.owner*0x100000001b3 ^ hash64.String(w))
 	}
-	sc.wait.owner = mix(sc.wait.owner ^ 0x3b) // the command's end
+	sc.wait.owner = hash64.Mix(sc.wait.owner ^ 0x3b) // the command's end
 }
 
 // plainWord is a word a label may show: a lowercase name, no argument.

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/hash64"
 )
 
 // Wait is what a call says about a job it polls: set only for a call that
@@ -87,7 +89,7 @@ func (r *WaitReader) lookup(tool string) *pollTool {
 // Want is the one check every tool call pays: whether tool is a shell or
 // a status tool (ok), and the argument its call is read for — a shell
 // tool's command, a status tool's job id — which the caller finds in the
-// canonical pass over the arguments (Normalizer.SignatureMember). Most
+// canonical pass over the arguments (canon's Normalizer.SignatureMember). Most
 // tools are turned away by the length of their name.
 func (r *WaitReader) Want(tool string) (want string, ok bool) {
 	if r == nil {
@@ -222,7 +224,7 @@ func commandPoll(c *PollCall) Wait {
 	if label == "" {
 		label = c.Tool
 	}
-	return Wait{Owner: Digest(mix(xxhash.Sum64String(c.Tool) ^ cw.owner)), Label: label}
+	return Wait{Owner: Digest(hash64.Mix(xxhash.Sum64String(c.Tool) ^ cw.owner)), Label: label}
 }
 
 // statusPoll reads a status tool's call: the job is the member Want named.
@@ -241,7 +243,7 @@ func statusPoll(c *PollCall) Wait {
 	if len(id) <= 32 && plainID(id) {
 		label = c.Tool + " " + id
 	}
-	return Wait{Owner: Digest(mix(xxhash.Sum64String(c.Tool) ^ mix(xxhash.Sum64String(id)^ownerSeed))), Label: label}
+	return Wait{Owner: Digest(hash64.Mix(xxhash.Sum64String(c.Tool) ^ hash64.Mix(xxhash.Sum64String(id)^ownerSeed))), Label: label}
 }
 
 // plainID is a job id an explanation may show: letters, digits, '-', '_'.

@@ -3,18 +3,20 @@ package engine
 import (
 	"strings"
 	"testing"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/canon"
 )
 
 // readPoll reads a call as the extractor does: the members the reader
 // wants found by the canonical pass over the arguments.
-func readPoll(r *WaitReader, n *Normalizer, tool, args string, argsJSON bool, result string, hasResult, failed bool) Wait {
+func readPoll(r *WaitReader, n *canon.Normalizer, tool, args string, argsJSON bool, result string, hasResult, failed bool) Wait {
 	want, ok := r.Want(tool)
 	if !ok {
 		return Wait{}
 	}
 	_, q, member, found := n.SignatureMember(tool, args, true, want)
 	return r.Read(&PollCall{
-		Tool: tool, Args: args, ArgsJSON: argsJSON && q == ArgsJSON, Member: member, HasMember: found,
+		Tool: tool, Args: args, ArgsJSON: argsJSON && q == canon.ArgsJSON, Member: member, HasMember: found,
 		Result: result, HasResult: hasResult, Failed: failed,
 	})
 }
@@ -22,7 +24,7 @@ func readPoll(r *WaitReader, n *Normalizer, tool, args string, argsJSON bool, re
 // TestWaitReaderOwners: which calls are polls, and whose.
 func TestWaitReaderOwners(t *testing.T) {
 	r := NewWaitReader(defaultImplicitWait())
-	n := NewNormalizer(DefaultNormalizerConfig())
+	n := canon.NewNormalizer(canon.DefaultNormalizerConfig())
 	poll := func(tool, args, result string) Wait {
 		return readPoll(r, n, tool, args, true, result, result != "", false)
 	}
@@ -126,13 +128,13 @@ func TestWaitReaderConfig(t *testing.T) {
 			t.Fatalf("Want(%q) = %v, want %v", tool, got, want)
 		}
 	}
-	if w := readPoll(r, NewNormalizer(DefaultNormalizerConfig()), "sandbox_exec", `{"script":"sleep 20; make status"}`, true, `{"status":"running"}`, true, false); w.Owner == 0 || w.State != JobPending {
+	if w := readPoll(r, canon.NewNormalizer(canon.DefaultNormalizerConfig()), "sandbox_exec", `{"script":"sleep 20; make status"}`, true, `{"status":"running"}`, true, false); w.Owner == 0 || w.State != JobPending {
 		t.Fatalf("configured shell tool: %+v", w)
 	}
-	if w := readPoll(r, NewNormalizer(DefaultNormalizerConfig()), "exec_command", `{"cmd":"sleep 20 && gh run view 1"}`, true, `{"status":"queued"}`, true, false); w.Owner == 0 || w.State != JobPending {
+	if w := readPoll(r, canon.NewNormalizer(canon.DefaultNormalizerConfig()), "exec_command", `{"cmd":"sleep 20 && gh run view 1"}`, true, `{"status":"queued"}`, true, false); w.Owner == 0 || w.State != JobPending {
 		t.Fatalf("Codex CLI's exec_command: %+v", w)
 	}
-	if w := readPoll(r, NewNormalizer(DefaultNormalizerConfig()), "job_status", `{"job":"deploy-9"}`, true, `{"state":"deploying"}`, true, false); w.Owner == 0 || w.State != JobPending {
+	if w := readPoll(r, canon.NewNormalizer(canon.DefaultNormalizerConfig()), "job_status", `{"job":"deploy-9"}`, true, `{"state":"deploying"}`, true, false); w.Owner == 0 || w.State != JobPending {
 		t.Fatalf("configured status tool: %+v", w)
 	}
 }
@@ -145,7 +147,7 @@ var sinkWait Wait
 // shell call without a wait word, and the reading of a poll.
 func BenchmarkWaitRead(b *testing.B) {
 	r := NewWaitReader(defaultImplicitWait())
-	n := NewNormalizer(DefaultNormalizerConfig())
+	n := canon.NewNormalizer(canon.DefaultNormalizerConfig())
 	result := `{"conclusion":"","status":"in_progress"}`
 	for _, bc := range []struct{ name, tool, args string }{
 		{"tool=read_file", "read_file", `{"path":"src/pkg/file_1.go","offset":0,"limit":200}`},
@@ -163,30 +165,5 @@ func BenchmarkWaitRead(b *testing.B) {
 				}
 			}
 		})
-	}
-}
-
-// TestSignatureMemberKeepsTheDigest: finding a shell tool's command in the
-// canonical pass changes no signature.
-func TestSignatureMemberKeepsTheDigest(t *testing.T) {
-	n := NewNormalizer(DefaultNormalizerConfig())
-	for _, args := range []string{
-		`{"command":"sleep 30 && gh run view 4242","description":"Wait","request_id":"r-1"}`,
-		`{"description":"Wait","cmd":"make status"}`,
-		`{"inputs":{"command":"ls"},"input_str":"ls","tags":[],"metadata":{}}`,
-		`"{\"command\":\"ls\"}"`,
-		`not json at all`,
-		`{"command": ["bash", "-lc", "sleep 5"]}`,
-	} {
-		d, q := n.Signature("Bash", args, true)
-		dm, qm, member, found := n.SignatureMember("Bash", args, true, "command")
-		if d != dm || q != qm {
-			t.Fatalf("%s: SignatureMember gives %x/%v, Signature %x/%v", args, dm, qm, d, q)
-		}
-		t.Logf("%s: member %q found %v", args, member, found)
-	}
-	_, _, member, found := n.SignatureMember("exec_command", `{"description":"Wait","cmd":"make status"}`, true, "cmd")
-	if !found || member != `"make status"` {
-		t.Fatalf("member %q found %v", member, found)
 	}
 }

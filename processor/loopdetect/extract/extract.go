@@ -12,6 +12,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/canon"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
 )
 
@@ -88,7 +89,7 @@ type Span interface {
 // Extractor holds the compiled key lists. It is safe for concurrent use.
 type Extractor struct {
 	keys Keys
-	norm *engine.Normalizer
+	norm *canon.Normalizer
 	// waits recognises polls (nil: implicit waits off).
 	waits *engine.WaitReader
 	skip  map[string]struct{}
@@ -97,7 +98,7 @@ type Extractor struct {
 }
 
 // New compiles keys and the normalizer into an Extractor.
-func New(keys Keys, norm *engine.Normalizer) *Extractor {
+func New(keys Keys, norm *canon.Normalizer) *Extractor {
 	x := &Extractor{keys: keys, norm: norm, skip: make(map[string]struct{}), waits: engine.NewWaitReader(keys.Waits)}
 	for _, n := range keys.SkipToolNames {
 		x.skip[n] = struct{}{}
@@ -345,14 +346,17 @@ func extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall, declare
 	want, poll := x.waits.Want(c.Tool)
 	var member string
 	var hasMember bool
+	var sig uint64
+	q := canon.ArgsOversized
 	switch {
 	case argsCut:
-		c.Signature, c.Args = x.norm.OversizedSignature(c.Tool, args), engine.ArgsOversized
+		sig = x.norm.OversizedSignature(c.Tool, args)
 	case poll:
-		c.Signature, c.Args, member, hasMember = x.norm.SignatureMember(c.Tool, args, argsOK, want)
+		sig, q, member, hasMember = x.norm.SignatureMember(c.Tool, args, argsOK, want)
 	default:
-		c.Signature, c.Args = x.norm.Signature(c.Tool, args, argsOK)
+		sig, q = x.norm.Signature(c.Tool, args, argsOK)
 	}
+	c.Signature, c.Args = engine.Digest(sig), argsQuality[q]
 	switch c.Args {
 	case engine.ArgsOpaque:
 		out.Malformed = looksLikeJSON(args)
@@ -362,7 +366,10 @@ func extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall, declare
 
 	result, resultOK, resultCut := lookupContent(x, &a, &x.slots.result, x.keys.ResultEvents)
 	if resultOK && !resultCut {
-		result = unwrapResult(result)
+		result = dropNudge(unwrapResult(result))
+		if len(x.keys.ResultDropLines) > 0 {
+			result = x.dropResultLines(c.Client, result)
+		}
 	}
 	var errText string
 	c.Failed, c.ErrorClass, errText = failure(x, &a, result, resultOK)
@@ -382,16 +389,16 @@ func extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall, declare
 			failedResult = result
 		}
 		f := x.norm.Failure(c.ErrorClass, errText, failedResult)
-		c.Fingerprint, c.FingerprintSource, c.UnknownTool = f.Digest, engine.FingerprintError, f.UnknownTool
+		c.Fingerprint, c.FingerprintSource, c.UnknownTool = engine.FailureDigest(c.ErrorClass, f.Text), engine.FingerprintError, f.UnknownTool
 		c.ErrorText = x.norm.ShownError(errText, failedResult)
 	} else if resultOK {
-		var r engine.ResultFingerprint
+		var r canon.ResultFingerprint
 		if resultCut {
 			r = x.norm.OversizedResult(result)
 		} else {
 			r = x.norm.Result(c.Tool, result)
 		}
-		c.Fingerprint, c.FingerprintSource, c.Terminal = r.Digest, engine.FingerprintResult, r.Terminal
+		c.Fingerprint, c.FingerprintSource, c.Terminal = engine.Digest(r.Digest), engine.FingerprintResult, r.Terminal
 		// Results are often plain text ("[main 1a2b] commit"): only
 		// malformed arguments, which are JSON by contract, are counted.
 	}
@@ -409,9 +416,29 @@ func extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall, declare
 	return true, out
 }
 
+// argsQuality is the engine's trust in a signature by how canon read its
+// arguments.
+var argsQuality = [...]engine.ArgsQuality{
+	canon.ArgsJSON:      engine.ArgsJSON,
+	canon.ArgsOpaque:    engine.ArgsOpaque,
+	canon.ArgsOversized: engine.ArgsOversized,
+	canon.ArgsAbsent:    engine.ArgsAbsent,
+}
+
 func looksLikeJSON(s string) bool {
 	t := strings.TrimSpace(s)
 	return t != "" && (t[0] == '{' || t[0] == '[')
+}
+
+// dropResultLines is result without the lines that client's
+// ResultDropLines name.
+func (x *Extractor) dropResultLines(client, result string) string {
+	for i := range x.keys.ResultDropLines {
+		if l := &x.keys.ResultDropLines[i]; l.Client == client {
+			return dropTextLines(result, l.Prefixes)
+		}
+	}
+	return result
 }
 
 func (x *Extractor) ignoredCallID(id string) bool {
@@ -469,7 +496,7 @@ func lookupContent[S Span](x *Extractor, a *attrs[S], slots *keyList, events []E
 			// gen_ai.input.messages holds the whole request).
 			if v, ok := s.Attr(ek.Key); ok && !v.Truncated {
 				if raw, found := atPath(v.Text(), ek.Path); found {
-					return raw, true, false
+					return dropLines(raw, ek.DropLines), true, false
 				}
 			}
 			continue

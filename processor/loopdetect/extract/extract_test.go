@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/canon"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
 )
@@ -68,7 +69,7 @@ func (s fakeSpan) EventAttr(i int, k string) (extract.Value, bool) {
 }
 
 func newExtractor() *extract.Extractor {
-	return extract.New(extract.DefaultKeys(), engine.NewNormalizer(engine.DefaultNormalizerConfig()))
+	return extract.New(extract.DefaultKeys(), canon.NewNormalizer(canon.DefaultNormalizerConfig()))
 }
 
 // listedSpan is a fakeSpan that lists its attributes in one pass
@@ -121,7 +122,7 @@ func TestExtractOnePassKeyShapes(t *testing.T) {
 	k := extract.DefaultKeys()
 	k.Fingerprint = long
 	k.CallID = append([]string{""}, k.CallID...)
-	c, ok := run(t, extract.New(k, engine.NewNormalizer(engine.DefaultNormalizerConfig())), fakeSpan{name: "execute_tool bash", attrs: attrs})
+	c, ok := run(t, extract.New(k, canon.NewNormalizer(canon.DefaultNormalizerConfig())), fakeSpan{name: "execute_tool bash", attrs: attrs})
 	require.True(t, ok)
 	assert.Equal(t, engine.FingerprintAttribute, c.FingerprintSource)
 	// fakeSpan's Attr finds the key "" (the pdata and SDK adapters' never
@@ -131,7 +132,7 @@ func TestExtractOnePassKeyShapes(t *testing.T) {
 	for i := 0; i < 70; i++ {
 		k.Agent = append(k.Agent, "extra."+strconv.Itoa(i))
 	}
-	c, ok = run(t, extract.New(k, engine.NewNormalizer(engine.DefaultNormalizerConfig())), fakeSpan{name: "execute_tool bash", attrs: attrs})
+	c, ok = run(t, extract.New(k, canon.NewNormalizer(canon.DefaultNormalizerConfig())), fakeSpan{name: "execute_tool bash", attrs: attrs})
 	require.True(t, ok)
 	assert.Equal(t, "x", c.Agent)
 }
@@ -326,9 +327,9 @@ var clientShapes = []struct {
 			"gen_ai.operation.name": "tool_call", "gen_ai.agent.name": "gemini-cli", "gen_ai.tool.name": "run_shell_command",
 			"gen_ai.tool.call_id": "run_shell_command__1", "gen_ai.conversation.id": "s-1",
 			"gen_ai.input.messages":  `{"callId":"run_shell_command__1","name":"run_shell_command","args":{"command":"gh issue list"},"prompt_id":"s-1"}`,
-			"gen_ai.output.messages": `{"status":"success","response":{"callId":"run_shell_command__1","responseParts":[{"functionResponse":{"id":"run_shell_command__1","name":"run_shell_command","response":{"output":"gh: command not found"}}}]}}`,
+			"gen_ai.output.messages": `{"status":"success","response":{"callId":"run_shell_command__1","responseParts":[{"functionResponse":{"id":"run_shell_command__1","name":"run_shell_command","response":{"output":"gh: command not found\\nProcess Group PGID: 4242"}}}]}}`,
 		}},
-		want: want{tool: true, client: "gemini_cli", name: "run_shell_command", args: engine.ArgsJSON, fpSrc: engine.FingerprintMissing, callID: "run_shell_command__1"},
+		want: want{tool: true, client: "gemini_cli", name: "run_shell_command", args: engine.ArgsJSON, fpSrc: engine.FingerprintResult, callID: "run_shell_command__1"},
 	},
 	{
 		name: "gemini cli tool_call span without traces: name only",
@@ -348,6 +349,33 @@ var clientShapes = []struct {
 	{
 		name: "gemini cli schedule_tool_calls span is no tool call",
 		span: fakeSpan{name: "schedule_tool_calls", attrs: map[string]any{"gen_ai.operation.name": "schedule_tool_calls"}},
+		want: want{tool: false},
+	},
+	{
+		name: "qwen code qwen-code.tool span with sensitive attributes",
+		span: fakeSpan{name: "qwen-code.tool", attrs: map[string]any{
+			"gen_ai.operation.name": "execute_tool", "gen_ai.agent.name": "qwen-code", "gen_ai.tool.name": "run_shell_command",
+			"gen_ai.tool.call.id": "toolu_0001", "session.id": "s-1", "success": true,
+			"gen_ai.tool.call.arguments": `{"command":"ls -la","description":"run ls -la"}`,
+			"gen_ai.tool.call.result":    `{"output":"Command: ls -la\nDirectory: (root)\nOutput: total 12\nExit Code: 0"}`,
+		}},
+		want: want{tool: true, client: "qwen_code", name: "run_shell_command", args: engine.ArgsJSON, fpSrc: engine.FingerprintResult, callID: "toolu_0001"},
+	},
+	{
+		name: "qwen code failed command: error class, no result",
+		span: fakeSpan{name: "qwen-code.tool", isErr: true, errDesc: "Tool execution failed", attrs: map[string]any{
+			"gen_ai.operation.name": "execute_tool", "gen_ai.agent.name": "qwen-code", "gen_ai.tool.name": "run_shell_command",
+			"gen_ai.tool.call.id": "toolu_0004", "tool.failure_kind": "tool_error", "error.type": "tool_error", "success": false,
+			"gen_ai.tool.call.arguments": `{"command":"gh issue list"}`,
+		}},
+		want: want{tool: true, client: "qwen_code", name: "run_shell_command", args: engine.ArgsJSON, fpSrc: engine.FingerprintError, failed: true, class: "tool_error", callID: "toolu_0004"},
+	},
+	{
+		name: "qwen code call refused by its PreToolUse hook is not an action",
+		span: fakeSpan{name: "qwen-code.tool", isErr: true, errDesc: "Tool execution failed", attrs: map[string]any{
+			"gen_ai.operation.name": "execute_tool", "gen_ai.agent.name": "qwen-code", "gen_ai.tool.name": "run_shell_command",
+			"gen_ai.tool.call.id": "toolu_0008", "tool.failure_kind": "pre_hook_blocked", "error.type": "pre_hook_blocked", "success": false,
+		}},
 		want: want{tool: false},
 	},
 	{
@@ -487,4 +515,22 @@ func TestClassifyNoAllocForNonToolSpans(t *testing.T) {
 		extract.Extract(x, s, &sc, &c)
 	})
 	assert.Zero(t, allocs)
+}
+
+// TestSupervisorInstanceIDWins: an agent that overwrites the environment's
+// service.instance.id with its own (OpenCode 1.18.33's AI SDK spans) still
+// names the supervisor's id, which it keeps in loopsupervisor.instance.id.
+func TestSupervisorInstanceIDWins(t *testing.T) {
+	x := newExtractor()
+	span := func(res map[string]any) fakeSpan {
+		return fakeSpan{name: "ai.toolCall", res: res, attrs: map[string]any{
+			"ai.toolCall.name": "bash", "ai.toolCall.args": `{"command":"ls"}`, "session.id": "ses_1",
+		}}
+	}
+	c, ok := run(t, x, span(map[string]any{"service.instance.id": "cd28f853", extract.SupervisorInstanceAttr: "sup-id"}))
+	require.True(t, ok)
+	assert.Equal(t, "sup-id", c.Target.ServiceInstanceID)
+	c, ok = run(t, x, span(map[string]any{"service.instance.id": "cd28f853"}))
+	require.True(t, ok)
+	assert.Equal(t, "cd28f853", c.Target.ServiceInstanceID, "without the supervisor's copy, the resource's own id")
 }

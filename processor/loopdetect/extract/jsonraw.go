@@ -264,3 +264,131 @@ func isNullOrEmpty(raw string) bool {
 	}
 	return false
 }
+
+// dropLines removes from raw, a JSON string, the lines that begin with one
+// of prefixes, and the blank lines that then end it (what separated them);
+// raw is returned as it is when it is no string or no line goes. Lines end
+// at the escape \n (not at an escaped backslash before n).
+func dropLines(raw string, prefixes []string) string {
+	if len(prefixes) == 0 || len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return raw
+	}
+	body := raw[1 : len(raw)-1]
+	var kept []string
+	dropped := false
+	for start := 0; start <= len(body); {
+		end := lineEnd(body, start)
+		line := body[start:end]
+		keep := true
+		for _, p := range prefixes {
+			if strings.HasPrefix(line, p) {
+				keep = false
+				break
+			}
+		}
+		if keep {
+			kept = append(kept, line)
+		} else {
+			dropped = true
+		}
+		start = end + 2
+	}
+	if !dropped {
+		return raw
+	}
+	for len(kept) > 0 && kept[len(kept)-1] == "" {
+		kept = kept[:len(kept)-1]
+	}
+	return `"` + strings.Join(kept, `\n`) + `"`
+}
+
+// dropTextLines removes from s, plain text, the lines that begin with one
+// of prefixes; s is returned as it is when no line goes.
+func dropTextLines(s string, prefixes []string) string {
+	if len(prefixes) == 0 {
+		return s
+	}
+	var b strings.Builder
+	dropped := false
+	for rest := s; rest != ""; {
+		line, tail, found := strings.Cut(rest, "\n")
+		keep := true
+		for _, p := range prefixes {
+			if strings.HasPrefix(line, p) {
+				keep = false
+				break
+			}
+		}
+		if keep {
+			b.WriteString(line)
+			if found {
+				b.WriteByte('\n')
+			}
+		} else {
+			dropped = true
+		}
+		rest = tail
+	}
+	if !dropped {
+		return s
+	}
+	return b.String()
+}
+
+// lineEnd is the index in body, a JSON string's content, of the \n escape
+// that ends the line starting at start, or len(body).
+func lineEnd(body string, start int) int {
+	for i := start; i+1 < len(body); i++ {
+		if body[i] != '\\' {
+			continue
+		}
+		if body[i+1] == 'n' {
+			return i
+		}
+		i++ // an escaped character, an escaped backslash included
+	}
+	return len(body)
+}
+
+// NudgeMarker begins every nudge loopsupervisor's hook passes to the model
+// (cmd/loopsupervisor, nudgeText).
+const NudgeMarker = "loopsupervisor: the loop detector found this session repeating itself."
+
+// dropNudge removes from a result the supervisor's own nudge, which a CLI
+// without a channel of its own for a hook's context puts into the call's
+// output (OpenCode: loopsupervisor's plugin appends it to the output the
+// model reads, and the AI SDK's ai.toolCall.result records that output).
+// Left in, the nudge reads as a changed result: the session recovers one
+// call after the warn and the kill slips. The nudge runs from the marker,
+// with the blank line before it (two line ends), to the end of the JSON
+// string it is in (its closing quote), or of raw when raw is plain text.
+func dropNudge(raw string) string {
+	i := strings.Index(raw, NudgeMarker)
+	if i < 0 {
+		return raw
+	}
+	start := i
+	for range 2 {
+		switch {
+		case strings.HasSuffix(raw[:start], `\n`):
+			start -= 2
+		case strings.HasSuffix(raw[:start], "\n"):
+			start--
+		}
+	}
+	end := len(raw)
+	if t := strings.TrimSpace(raw); t == "" || (t[0] != '"' && !looksLikeJSON(t)) {
+		return raw[:start]
+	}
+	for j := i + len(NudgeMarker); j < len(raw); j++ {
+		if raw[j] == '\\' {
+			j++
+			continue
+		}
+		if raw[j] == '"' {
+			end = j
+			break
+		}
+	}
+	return raw[:start] + raw[end:]
+}

@@ -81,6 +81,17 @@ type EventKey struct {
 	Event string `mapstructure:"event"`
 	Key   string `mapstructure:"key"`
 	Path  string `mapstructure:"path"`
+	// DropLines are the prefixes of the value's lines (a JSON string's,
+	// at Path) that are not part of it: a shell tool's output that names a
+	// new process each call would otherwise read as progress every time.
+	DropLines []string `mapstructure:"drop_lines"`
+}
+
+// ClientLines names, for one client, the prefixes of its results' lines
+// that are not part of the result.
+type ClientLines struct {
+	Client   string   `mapstructure:"client"`
+	Prefixes []string `mapstructure:"prefixes"`
 }
 
 // Keys are the attribute key lists (docs/clients.md), each evaluated in order,
@@ -107,6 +118,11 @@ type Keys struct {
 	ArgumentEvents []EventKey `mapstructure:"argument_events"`
 	Result         []string   `mapstructure:"result"`
 	ResultEvents   []EventKey `mapstructure:"result_events"`
+	// ResultDropLines are, per client, the prefixes of a plain-text
+	// result's lines left out of it, wherever the result was read: Codex
+	// CLI's shell output names a new chunk id and wall time every call,
+	// which would otherwise read as progress.
+	ResultDropLines []ClientLines `mapstructure:"result_drop_lines"`
 	// Redacted are argument/result values that mean "content not recorded"
 	// (Google ADK's "{}" with capture off, OpenInference's "__REDACTED__"):
 	// treated as absent, never as content.
@@ -167,6 +183,10 @@ func DefaultKeys() Keys {
 			{Key: "mcp.method.name", Value: "tools/call", Client: "mcp"},
 			// Gemini CLI's tool_call spans (its own operation name).
 			{Key: "gen_ai.operation.name", Value: "tool_call", Client: "gemini_cli"},
+			// OpenAI Codex CLI's codex.tool_result log events (its OTel
+			// exporter names the records' event after its source line, so
+			// only the attribute names the event).
+			{Key: "event.name", Value: "codex.tool_result", Client: "codex_cli"},
 		},
 		ToolSpanNames: []NameMatch{
 			{Name: "ai.toolCall", Client: "vercel_ai"},
@@ -196,10 +216,19 @@ func DefaultKeys() Keys {
 			{Key: "mcp.method.name", Value: "tools/call", Client: "mcp"},
 			{Key: "tool.agent_role", Client: "crewai"},
 			{Key: "tool.run_attempts", Client: "crewai"},
+			// Qwen Code's qwen-code.tool spans (execute_tool) of its main
+			// agent.
+			{Key: "gen_ai.agent.name", Value: "qwen-code", Client: "qwen_code"},
 		},
 		SkipToolNames: []string{"(merged tools)"},
 		SkipSpans: []Match{
 			{Key: "logfire.msg", Prefix: "running output function"},
+			// Qwen Code's span of a call its PreToolUse hook refused, or
+			// that was cancelled before it ran (0.24.4 records some
+			// refusals so): it never ran, and its new error would read as
+			// the loop's end.
+			{Key: "tool.failure_kind", Value: "pre_hook_blocked"},
+			{Key: "tool.failure_kind", Value: "cancelled"},
 		},
 		ToolName:     []string{"gen_ai.tool.name", "tool.name", "ai.toolCall.name", "traceloop.entity.name", "tool_name", "name"},
 		NamePrefixes: []string{"execute_tool ", "tools/call ", "Function: "},
@@ -207,14 +236,14 @@ func DefaultKeys() Keys {
 		Arguments: []string{
 			"gen_ai.tool.call.arguments", "input.value", "gcp.vertex.agent.tool_call_args", "ai.toolCall.args",
 			"traceloop.entity.input", "ai.toolCall.input", "tool_arguments", "tool_input", "tool_parameters", "full_command", "input",
+			// Codex CLI's codex.tool_result: the call's JSON arguments.
+			"arguments",
 		},
 		ArgumentEvents: []EventKey{
 			{Event: "gen_ai.tool.message", Key: "content"},
 			{Event: "gen_ai.client.inference.operation.details", Key: "gen_ai.input.messages", Path: "0.parts.0.arguments"},
 			// Gemini CLI: the tool call request as JSON, with
-			// GEMINI_TELEMETRY_TRACES_ENABLED. Its results are not read:
-			// the shell tool's output names a new process group every
-			// time, which would read as progress.
+			// GEMINI_TELEMETRY_TRACES_ENABLED.
 			{Key: "gen_ai.input.messages", Path: "args"},
 		},
 		Result: []string{
@@ -226,6 +255,15 @@ func DefaultKeys() Keys {
 			{Event: "gen_ai.client.inference.operation.details", Key: "gen_ai.output.messages", Path: "0.parts.0.response"},
 			{Event: "tool.output", Key: "output"},
 			{Event: "tool.output", Key: "tool_output"},
+			// Gemini CLI: the tool's response. Its shell tool ends its
+			// output with the process group it ran, new every call.
+			{
+				Key: "gen_ai.output.messages", Path: "response.responseParts.0.functionResponse.response.output",
+				DropLines: []string{"Process Group PGID: ", "Background PIDs: ", "<hook_context>"},
+			},
+		},
+		ResultDropLines: []ClientLines{
+			{Client: "codex_cli", Prefixes: []string{"Chunk ID: ", "Wall time: "}},
 		},
 		Redacted: []Match{
 			{Key: "gcp.vertex.agent.tool_call_args", Value: "{}"},

@@ -49,6 +49,11 @@ func (sc *Scratch) resource(x *Extractor) *resourceMemo {
 	return m
 }
 
+// SupervisorInstanceAttr is the resource attribute in which loopsupervisor
+// repeats the service.instance.id it gives its agent; it is read in its
+// place when present.
+const SupervisorInstanceAttr = "loopsupervisor.instance.id"
+
 // target reads the agent's identity from the resource of s.
 func processOf[S Span](s S, m *resourceMemo) target.Process {
 	if m != nil && m.hasTarget {
@@ -59,6 +64,12 @@ func processOf[S Span](s S, m *resourceMemo) target.Process {
 		t.ServiceName = v.Text()
 	}
 	if v, ok := s.ResourceAttr("service.instance.id"); ok {
+		t.ServiceInstanceID = v.Text()
+	}
+	if v, ok := s.ResourceAttr(SupervisorInstanceAttr); ok && v.Text() != "" {
+		// The supervisor's copy wins: an agent that sets its own
+		// service.instance.id over the environment's (OpenCode 1.18.33
+		// puts a random run id there) still names the id a kill needs.
 		t.ServiceInstanceID = v.Text()
 	}
 	if v, ok := s.ResourceAttr("host.name"); ok {

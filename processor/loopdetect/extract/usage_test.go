@@ -5,12 +5,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/canon"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
 )
 
 func TestExtractUsageShapes(t *testing.T) {
-	x := extract.New(extract.DefaultKeys(), engine.NewNormalizer(engine.DefaultNormalizerConfig()))
+	x := extract.New(extract.DefaultKeys(), canon.NewNormalizer(canon.DefaultNormalizerConfig()))
 	for _, tc := range []struct {
 		name   string
 		attrs  map[string]any

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/canon"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
 )
@@ -70,7 +71,7 @@ func TestExtractPollsFollowConfig(t *testing.T) {
 	}}
 	keys := extract.DefaultKeys()
 	keys.Waits.Enabled = false
-	c, ok := run(t, extract.New(keys, engine.NewNormalizer(engine.DefaultNormalizerConfig())), span)
+	c, ok := run(t, extract.New(keys, canon.NewNormalizer(canon.DefaultNormalizerConfig())), span)
 	require.True(t, ok)
 	require.Zero(t, c.Wait)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/canon"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
 )
@@ -23,7 +24,7 @@ type Option func(*options)
 
 type options struct {
 	engine      engine.Config
-	normalizer  engine.NormalizerConfig
+	normalizer  canon.NormalizerConfig
 	keys        extract.Keys
 	sessionKeys []string
 	sessionSet  bool
@@ -39,7 +40,7 @@ type options struct {
 func defaultOptions() options {
 	return options{
 		engine:     engine.DefaultConfig(),
-		normalizer: engine.DefaultNormalizerConfig(),
+		normalizer: canon.DefaultNormalizerConfig(),
 		keys:       extract.DefaultKeys(),
 		queue:      DefaultCallbackQueue,
 		tick:       DefaultTickInterval,
@@ -96,8 +97,8 @@ func WithEngineConfig(c engine.Config) Option {
 
 // WithNormalizerConfig replaces the argument/result canonicalization
 // settings (the collector's normalizer). Start from
-// engine.DefaultNormalizerConfig().
-func WithNormalizerConfig(c engine.NormalizerConfig) Option {
+// canon.DefaultNormalizerConfig().
+func WithNormalizerConfig(c canon.NormalizerConfig) Option {
 	return func(o *options) { o.normalizer = c }
 }
 
@@ -143,9 +144,9 @@ func WithFrequentIdentical(window, threshold int) Option {
 }
 
 // WithBackstop marks a session stuck once it has been active this long
-// (the collector's backstop; 0 disables).
+// (the collector's backstop.max_duration; 0 disables).
 func WithBackstop(d time.Duration) Option {
-	return func(o *options) { o.engine.Backstop = d }
+	return func(o *options) { o.engine.Backstop.MaxDuration = d }
 }
 
 // WithMaxSessions caps the tracked sessions (the collector's max_sessions).

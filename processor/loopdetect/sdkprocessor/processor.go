@@ -25,6 +25,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/canon"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
 )
@@ -146,7 +147,7 @@ func New(opts ...Option) (*Processor, error) {
 	}
 	p := &Processor{
 		eng:  eng,
-		x:    extract.New(o.keys, engine.NewNormalizer(o.normalizer)),
+		x:    extract.New(o.keys, canon.NewNormalizer(o.normalizer)),
 		now:  o.clock,
 		cb:   o.callback,
 		warn: o.warn,

@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/canon"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
 )
@@ -16,7 +17,7 @@ import (
 func TestExtractDeclaredReadsWhatExtractReadsForScreenedSpans(t *testing.T) {
 	keys := extract.DefaultKeys()
 	p := NewPrefilter(keys)
-	x := extract.New(keys, engine.NewNormalizer(engine.DefaultNormalizerConfig()))
+	x := extract.New(keys, canon.NewNormalizer(canon.DefaultNormalizerConfig()))
 	cases := []struct {
 		name     string
 		span     string

@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/canon"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
 )
@@ -17,7 +18,7 @@ type lookupSpan struct{ Span }
 // A span's attributes read in one pass (ListAttrs) extract as their
 // look-ups do, with the resource shared between spans or read for each.
 func TestOnePassExtractsAsLookups(t *testing.T) {
-	x := extract.New(extract.DefaultKeys(), engine.NewNormalizer(engine.DefaultNormalizerConfig()))
+	x := extract.New(extract.DefaultKeys(), canon.NewNormalizer(canon.DefaultNormalizerConfig()))
 	resources := []map[string]any{
 		{},
 		{"service.name": "svc", "service.instance.id": "i-1", "host.name": "h", "process.pid": int64(42), "gen_ai.agent.name": "planner"},

@@ -7,7 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/canon"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
 )
 
@@ -62,7 +62,7 @@ type opMatch struct {
 
 func newOpMatch(m extract.Match) opMatch {
 	if m.Value != "" {
-		if lo, hi, ok := engine.FoldLengths(m.Value); ok {
+		if lo, hi, ok := canon.FoldLengths(m.Value); ok {
 			return opMatch{m: m, lo: lo, hi: hi}
 		}
 	}

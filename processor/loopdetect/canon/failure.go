@@ -1,4 +1,4 @@
-package engine
+package canon
 
 import (
 	"bytes"
@@ -6,19 +6,29 @@ import (
 	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/hash64"
 )
 
 // maxErrorText bounds how much of an error text is read: the part that
 // names the failure comes first.
 const maxErrorText = 512
 
-// DefaultUnknownToolMarkers are the frameworks' ways of saying that the
+// truncate cuts s to at most n bytes.
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// defaultUnknownToolMarkers are the frameworks' ways of saying that the
 // model called a tool that does not exist (LangChain "is not a valid tool",
 // Vercel AI SDK NoSuchToolError, OpenAI Agents "Tool … not found", Google ADK
 // "not found in the tools_dict", MCP "Unknown tool", CrewAI "don't exist",
 // Pydantic AI "Unknown tool name"). Matched case-insensitively against the
 // error class and text.
-var DefaultUnknownToolMarkers = []string{
+var defaultUnknownToolMarkers = []string{
 	"is not a valid tool", "nosuchtool", "no such tool", "unknown tool", "tool not found",
 	"not found in the tools_dict", "don't exist, these are the only available", "invalid tool",
 	"not found in agent", "unavailable tool",
@@ -26,24 +36,27 @@ var DefaultUnknownToolMarkers = []string{
 
 // FailureEvidence is a failed call's normalized evidence.
 type FailureEvidence struct {
-	// Digest is the class, the error text and the failed call's recorded
-	// result, the texts with their volatile parts masked.
-	Digest Digest
+	// Text is the hash of the error text and the failed call's recorded
+	// result, their volatile parts masked; 0 when neither has anything
+	// but whitespace. The engine's FailureDigest joins it to the error
+	// class: the engine makes the class-only digest itself for a failure
+	// nobody normalized, so the joining stays with it.
+	Text uint64
 	// UnknownTool is set when the error says the tool does not exist.
 	UnknownTool bool
 }
 
-// Failure normalizes a failed call's evidence: its error class, its error
-// text and the result the failed call recorded, each text with the
-// volatile parts — UUIDs, hex digests, long numbers (ids, epoch times),
-// timestamps, durations, numbers named as ids — masked, and the meaningful
-// ones (line numbers, counts) kept. A syntax error that moves from line 10
-// to line 20 is a new failure; the same failure with a new request id is
-// not. The result counts because many agents (OpenHands among them) put
-// the error in the tool's output while the span says only that it failed:
-// a class and a status text that never change would otherwise make a fix
-// that moves the error look like the same failure. Without an error text
-// the result is the error text.
+// Failure normalizes a failed call's evidence: its error text and the
+// result the failed call recorded (its error class is only read for an
+// unknown tool), each text with the volatile parts — UUIDs, hex digests,
+// long numbers (ids, epoch times), timestamps, durations, numbers named as
+// ids — masked, and the meaningful ones (line numbers, counts) kept. A
+// syntax error that moves from line 10 to line 20 is a new failure; the
+// same failure with a new request id is not. The result counts because
+// many agents (OpenHands among them) put the error in the tool's output
+// while the span says only that it failed: a class and a status text that
+// never change would otherwise make a fix that moves the error look like
+// the same failure. Without an error text the result is the error text.
 func (n *Normalizer) Failure(class, text, result string) FailureEvidence {
 	if result == text {
 		result = ""
@@ -54,10 +67,10 @@ func (n *Normalizer) Failure(class, text, result string) FailureEvidence {
 		if h == 0 {
 			h = rh
 		} else {
-			h = mix(h^rh^tagFailedResult) | 1
+			h = hash64.Mix(h^rh^tagFailedResult) | 1
 		}
 	}
-	ev := FailureEvidence{Digest: failureDigest(truncate(class, maxErrorClass), h)}
+	ev := FailureEvidence{Text: h}
 	marked := text // where a "no such tool" message is looked for
 	if marked == "" {
 		marked = truncate(result, maxErrorText)
@@ -108,15 +121,6 @@ func (n *Normalizer) ShownError(text, result string) string {
 // tagFailedResult keeps a failed call's result apart from its error text.
 const tagFailedResult = 0x7fa11ed0e5017002
 
-// failureDigest combines a class and a masked text hash (0: no text).
-func failureDigest(class string, text uint64) Digest {
-	d := mix(xxhash.Sum64String(class) ^ tagFailure)
-	if text != 0 {
-		d = mix(d ^ text)
-	}
-	return Digest(d)
-}
-
 // maxResultScan bounds how much of a failed call's result is masked from
 // its start.
 const maxResultScan = 4 * maxErrorText
@@ -149,7 +153,7 @@ func failedResultHash(result string) uint64 {
 	if len(head) == 0 && len(tail) == 0 {
 		return 0
 	}
-	return mix(xxhash.Sum64(head)^mix(xxhash.Sum64(tail))) | 1
+	return hash64.Mix(xxhash.Sum64(head)^hash64.Mix(xxhash.Sum64(tail))) | 1
 }
 
 // maskedHash hashes text with its volatile tokens replaced by one marker;

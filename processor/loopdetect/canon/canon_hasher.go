@@ -5,7 +5,7 @@
 // the rest; the key sets, escape decoding and word tests it uses are in
 // the other canon_ files.
 
-package engine
+package canon
 
 import (
 	"math/bits"
@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/hash64"
 )
 
 // canonHasher hashes one JSON document in a single pass into a digest that
@@ -67,16 +69,11 @@ func nextByte(s string, pos int) (int, byte) {
 // depth+1 (at most maxDepth). It is one loop over the tokens of both;
 // nested containers recurse, and their depth bounds the recursion.
 //
-// It is longer than the 80 lines a function is held to because on
-// structure-dense documents a function call per token was most of the
-// cost: the loop keeps in line what nearly every member meets (finding a
-// string's end, classifying a short key, folding the member, the
-// separator) and calls steps for the rest, each where it called out before
-// or where the call measured free (escaped, stringValue, hashNumber). As
-// calls too, the key's classification took 3-4 % more instructions per
-// document, the string scan 8 %, the top-level bookkeeping 2-4 % on
-// arguments and results (callgrind; 200 B arguments, 500 B results, 2 KiB
-// search results).
+// It keeps in line what nearly every member meets (a string's end, a
+// short key's class, folding the member, the separator) and calls steps
+// for the rest: a call per token was most of the cost on dense documents.
+//
+//nolint:funlen // one loop on purpose, measured: docs/design.md, "The canonicalizer's speed"
 func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 	s := h.s
 	pos := h.pos
@@ -166,7 +163,7 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 						a, b = w, load64(s, pos-9)
 						u = unclean(a) | unclean(b)
 					}
-					keyHash, denied, statusKey = shortHash(a, b, n), false, false
+					keyHash, denied, statusKey = hash64.Short(a, b, n), false, false
 					if e, ok := h.deny.spelledHit(keyHash, a, b, n); ok {
 						denied, statusKey = e.denied, depth < 3 && h.deny.statusOf(e, h.terminal)
 					} else if u != 0 {
@@ -207,11 +204,11 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 			return 0, errSyntax
 		}
 		if !obj {
-			acc = mum(acc^primeArray, vh^tagArray)
+			acc = hash64.Mum(acc^primeArray, vh^tagArray)
 			n++
 		} else {
 			if !denied && !isNull {
-				acc += mum(keyHash^tagMember, vh^tagString)
+				acc += hash64.Mum(keyHash^tagMember, vh^tagString)
 				n++
 			}
 			if top {
@@ -268,8 +265,8 @@ func (h *canonHasher) key(key string, depth int) (hash uint64, denied, statusKey
 		denied, statusKey = h.classify(key, depth)
 		return xxhash.Sum64String(key), denied, statusKey
 	}
-	a, b := shortWords(key)
-	hash = shortHash(a, b, len(key))
+	a, b := hash64.ShortWords(key)
+	hash = hash64.Short(a, b, len(key))
 	if h.deny == nil && h.terminal == nil {
 		return hash, false, false
 	}
@@ -369,7 +366,7 @@ func hashNumber(s string, pos int) (uint64, int) {
 		if m := nonDigit(x) &^ 0x80; m != 0 {
 			if k := bits.TrailingZeros64(m) >> 3; !isNumber[s[pos+k]] {
 				a, b := wordWords(x&(1<<(8*k)-1), k)
-				return shortHash(a, b, k) ^ tagNumber, pos + k
+				return hash64.Short(a, b, k) ^ tagNumber, pos + k
 			}
 		}
 	}
@@ -379,9 +376,9 @@ func hashNumber(s string, pos int) (uint64, int) {
 	}
 	if n := i - pos; n < 8 && pos+8 <= len(s) {
 		a, b := wordWords(load64(s, pos)&(1<<(8*n)-1), n)
-		return shortHash(a, b, n) ^ tagNumber, i
+		return hash64.Short(a, b, n) ^ tagNumber, i
 	}
-	return strHash(s[pos:i]) ^ tagNumber, i
+	return hash64.String(s[pos:i]) ^ tagNumber, i
 }
 
 // isNumber marks the bytes a number token runs over. The scanner is

@@ -1,4 +1,4 @@
-package engine
+package canon
 
 import (
 	"fmt"
@@ -26,14 +26,14 @@ func newRefNormalizer(cfg NormalizerConfig) *refNormalizer {
 	}
 }
 
-func (n *refNormalizer) signature(tool, args string) (Digest, ArgsQuality) {
+func (n *refNormalizer) signature(tool, args string) (uint64, ArgsQuality) {
 	th := xxhash.Sum64String(tool)
 	r := refCanonicalize(args, n.argDeny, nil, true)
 	q := ArgsJSON
 	if r.opaque {
 		q = ArgsOpaque
 	}
-	return Digest(refMix(th^sigSeed) ^ r.digest), q
+	return refMix(th^sigSeed) ^ r.digest, q
 }
 
 func (n *refNormalizer) result(result string) ResultFingerprint {
@@ -41,7 +41,7 @@ func (n *refNormalizer) result(result string) ResultFingerprint {
 		result = c
 	}
 	r := refCanonicalize(result, n.resultDeny, n.terminal, false)
-	return ResultFingerprint{Digest: Digest(r.digest), Terminal: r.terminal, Opaque: r.opaque}
+	return ResultFingerprint{Digest: r.digest, Terminal: r.terminal, Opaque: r.opaque}
 }
 
 // diffConfigs are the key sets the differential tests run under: the

@@ -1,17 +1,21 @@
-package engine
+package canon
 
-import "github.com/cespare/xxhash/v2"
+import (
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/hash64"
+)
 
 // OversizedSignature digests arguments that were cut at a bound before
 // they reached the normalizer (a structured value too deep or too large to
 // render): the digest and quality Signature gives arguments over its size
 // cap, over the bounded text.
-func (n *Normalizer) OversizedSignature(tool, args string) Digest {
-	return Digest(mix(xxhash.Sum64String(tool)^sigSeed) ^ mix(xxhash.Sum64String(args)^tagOpaque))
+func (n *Normalizer) OversizedSignature(tool, args string) uint64 {
+	return hash64.Mix(xxhash.Sum64String(tool)^sigSeed) ^ hash64.Mix(xxhash.Sum64String(args)^tagOpaque)
 }
 
 // OversizedResult is Result for a result cut at a bound: an opaque digest
 // of the bounded text.
 func (n *Normalizer) OversizedResult(result string) ResultFingerprint {
-	return ResultFingerprint{Digest: Digest(mix(xxhash.Sum64String(result) ^ tagOpaque)), Opaque: true}
+	return ResultFingerprint{Digest: hash64.Mix(xxhash.Sum64String(result) ^ tagOpaque), Opaque: true}
 }

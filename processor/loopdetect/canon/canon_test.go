@@ -1,10 +1,12 @@
-package engine
+package canon
 
 import (
 	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/hash64"
 )
 
 func TestSignatureEquivalence(t *testing.T) {
@@ -153,15 +155,6 @@ func TestHugeAndInvalidInputDoNotPanic(t *testing.T) {
 	}
 }
 
-func TestKeyedDigestsDependOnTheKey(t *testing.T) {
-	a := NewKeyer([]byte("k1")).Keyed("sig", 42)
-	b := NewKeyer([]byte("k2")).Keyed("sig", 42)
-	c := NewKeyer([]byte("k1")).Keyed("fp", 42)
-	if a == b || a == c || len(a) != 32 {
-		t.Fatalf("keyed digests: %s %s %s", a, b, c)
-	}
-}
-
 func FuzzCanonicalArgs(f *testing.F) {
 	for _, s := range []string{`{"a":1}`, `{"b":[1,"x",null,true]}`, `"{\"q\":1}"`, `{"input_str":"x","inputs":{"q":1}}`, `{"a":"\u00e9\n"}`, `[`, ``, "\xff"} {
 		f.Add(s)
@@ -218,15 +211,15 @@ func TestEveryShortConfiguredKeyIsFoundBySpelling(t *testing.T) {
 		t.Run(set.name, func(t *testing.T) {
 			h := canonHasher{deny: set.ks, terminal: set.term}
 			check := func(k string) {
-				a, b := shortWords(k)
-				e, ok := set.ks.spelledHit(shortHash(a, b, len(k)), a, b, len(k))
+				a, b := hash64.ShortWords(k)
+				e, ok := set.ks.spelledHit(hash64.Short(a, b, len(k)), a, b, len(k))
 				wantDenied, wantStatus := h.match(k, 0)
 				if !ok || e.denied != wantDenied || set.ks.statusOf(e, set.term) != wantStatus {
 					t.Errorf("%q: found %v, want denied %v and status %v as match says", k, ok, wantDenied, wantStatus)
 				}
 				other := strings.ToUpper(k)
-				a, b = shortWords(other)
-				if _, ok := set.ks.spelledHit(shortHash(a, b, len(other)), a, b, len(other)); ok {
+				a, b = hash64.ShortWords(other)
+				if _, ok := set.ks.spelledHit(hash64.Short(a, b, len(other)), a, b, len(other)); ok {
 					t.Errorf("%q found by the spelling of %q", other, k)
 				}
 			}
@@ -251,8 +244,8 @@ func TestSpelledKeysBeyondTheTableKeepTheNormalizedPath(t *testing.T) {
 	want := canonicalize(`{"x":2}`, ks, nil, false, "").digest
 	indexed := 0
 	for _, k := range keys {
-		a, b := shortWords(k)
-		if _, ok := ks.spelledHit(shortHash(a, b, len(k)), a, b, len(k)); ok {
+		a, b := hash64.ShortWords(k)
+		if _, ok := ks.spelledHit(hash64.Short(a, b, len(k)), a, b, len(k)); ok {
 			indexed++
 		}
 		if got := canonicalize(`{"`+k+`":1,"x":2}`, ks, nil, false, "").digest; got != want {

@@ -3,7 +3,7 @@
 // scanner because most strings have no escape and never come here; a value
 // too long for the buffer goes on in canon_long.go.
 
-package engine
+package canon
 
 import (
 	"encoding/binary"

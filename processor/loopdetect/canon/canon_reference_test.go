@@ -1,4 +1,4 @@
-package engine
+package canon
 
 // This file is a frozen copy of the streaming canonicalizer as it was when
 // its digests were pinned (canon_pinned_test.go), renamed with a ref

@@ -7,12 +7,14 @@
 // apart from the scanner because it is built once per configuration and
 // only read per document.
 
-package engine
+package canon
 
 import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/hash64"
 )
 
 // keySet matches object keys regardless of case, '_', '-' and '.', so that
@@ -93,7 +95,7 @@ func newKeySetFor(keys []string, term *terminalMatcher) *keySet {
 			ks.shapes[b>>6] |= 1 << (b & 63)
 		}
 		if nk := normalized(k); len(nk) <= 16 {
-			c := strHash(nk)
+			c := hash64.String(nk)
 			ks.clean[c>>6&15] |= cleanBits(c)
 		}
 
@@ -110,7 +112,7 @@ func newKeySetFor(keys []string, term *terminalMatcher) *keySet {
 		if n := len(k); n == 0 || n > 16 || strings.HasSuffix(k, "*") {
 			continue
 		}
-		a, b := shortWords(k)
+		a, b := hash64.ShortWords(k)
 		e := spelledKey{a: a, b: b, n: len(k)}
 		if slices.ContainsFunc(spelled, func(o spelledKey) bool { return o.a == e.a && o.b == e.b && o.n == e.n }) {
 			continue // listed twice
@@ -367,4 +369,4 @@ func (ks *keySet) placeSpelled(keys []spelledKey) {
 
 // shortHash is the short hash of the key e spells, as a document's key of
 // that spelling has it.
-func (e *spelledKey) shortHash() uint64 { return shortHash(e.a, e.b, e.n) }
+func (e *spelledKey) shortHash() uint64 { return hash64.Short(e.a, e.b, e.n) }

@@ -5,7 +5,7 @@
 // can be checked on their own; most are small enough for the compiler to
 // inline them into the scanner's loop, and must stay so.
 
-package engine
+package canon
 
 import (
 	"encoding/binary"
@@ -65,24 +65,6 @@ func unclean(x uint64) uint64 {
 	letters := (t + swarOnes*(0x80-'A')) &^ (t + swarOnes*(0x80-'_'-1))
 	seps := (t + swarOnes*(0x80-'-')) &^ (t + swarOnes*(0x80-'.'-1))
 	return (letters | seps) &^ x & swarHigh
-}
-
-// shortWords reads a string of at most 16 bytes as the two words
-// shortHash folds. With the length they determine the string: for 8 to 16
-// bytes the words overlap, for 4 to 7 the halves do, and below 4 every
-// byte is one of the three read.
-func shortWords(s string) (a, b uint64) {
-	switch n := len(s); {
-	case n >= 8:
-		a = binary.LittleEndian.Uint64([]byte(s[:8]))
-		b = binary.LittleEndian.Uint64([]byte(s[n-8:]))
-	case n >= 4:
-		a = uint64(binary.LittleEndian.Uint32([]byte(s[:4])))
-		b = uint64(binary.LittleEndian.Uint32([]byte(s[n-4:])))
-	case n > 0:
-		a = uint64(s[0])<<16 | uint64(s[n>>1])<<8 | uint64(s[n-1])
-	}
-	return a, b
 }
 
 // wordWords is shortWords of a string of n < 8 bytes held in w (the first

@@ -4,7 +4,7 @@
 // values) that the scanner consults only at a status key, and because the
 // prefilter shares its FoldLengths.
 
-package engine
+package canon
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package engine
+package canon
 
 import "testing"
 
@@ -42,5 +42,30 @@ func TestReceiptsAreVolatileAtAnyDepth(t *testing.T) {
 				t.Fatalf("same digest = %v, want %v", a.Digest == b.Digest, tt.same)
 			}
 		})
+	}
+}
+
+// TestSignatureMemberKeepsTheDigest: finding a shell tool's command in the
+// canonical pass changes no signature.
+func TestSignatureMemberKeepsTheDigest(t *testing.T) {
+	n := NewNormalizer(DefaultNormalizerConfig())
+	for _, args := range []string{
+		`{"command":"sleep 30 && gh run view 4242","description":"Wait","request_id":"r-1"}`,
+		`{"description":"Wait","cmd":"make status"}`,
+		`{"inputs":{"command":"ls"},"input_str":"ls","tags":[],"metadata":{}}`,
+		`"{\"command\":\"ls\"}"`,
+		`not json at all`,
+		`{"command": ["bash", "-lc", "sleep 5"]}`,
+	} {
+		d, q := n.Signature("Bash", args, true)
+		dm, qm, member, found := n.SignatureMember("Bash", args, true, "command")
+		if d != dm || q != qm {
+			t.Fatalf("%s: SignatureMember gives %x/%v, Signature %x/%v", args, dm, qm, d, q)
+		}
+		t.Logf("%s: member %q found %v", args, member, found)
+	}
+	_, _, member, found := n.SignatureMember("exec_command", `{"description":"Wait","cmd":"make status"}`, true, "cmd")
+	if !found || member != `"make status"` {
+		t.Fatalf("member %q found %v", member, found)
 	}
 }

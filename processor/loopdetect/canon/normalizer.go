@@ -1,35 +1,30 @@
-package engine
+package canon
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"strings"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/hash64"
 )
 
 // NormalizerVersion is written into every event: a changed normalizer
 // changes signatures and could otherwise look like a recovery or an incident.
 const NormalizerVersion = "args-v1"
 
-// FingerprintVersion versions the progress fingerprint definition.
-const FingerprintVersion = "fp-v1"
-
-// DefaultVolatileArgKeys are argument keys that change on every call
+// defaultVolatileArgKeys are argument keys that change on every call
 // without changing what the call does. Page tokens, cursors, offsets, paths,
 // queries and scopes are meaning and are not here.
-var DefaultVolatileArgKeys = []string{
+var defaultVolatileArgKeys = []string{
 	"request_id", "req_id", "idempotency_key", "timestamp", "ts", "created_at", "updated_at",
 	"seed", "random_seed", "nonce", "trace_id", "span_id", "parent_span_id", "tool_call_id",
 	"call_id", "run_id", "parent_run_id", "langgraph_*", "checkpoint_*", "callbacks",
 }
 
-// DefaultVolatileResultKeys are added to the argument keys when a result is
+// defaultVolatileResultKeys are added to the argument keys when a result is
 // normalized into a fingerprint.
-var DefaultVolatileResultKeys = []string{
+var defaultVolatileResultKeys = []string{
 	"pid", "session_id", "duration", "duration_ms", "elapsed", "elapsed_ms", "took", "took_ms",
 	"latency_ms", "message_id", "msg_id", "date", "time", "started_at", "finished_at", "completed_at",
 	"expires_at", "etag", "response_metadata", "usage_metadata",
@@ -43,11 +38,11 @@ var DefaultVolatileResultKeys = []string{
 	"receipt", "receipts",
 }
 
-// DefaultTerminalKeys are result keys whose value tells an async task's state.
-var DefaultTerminalKeys = []string{"state", "status"}
+// defaultTerminalKeys are result keys whose value tells an async task's state.
+var defaultTerminalKeys = []string{"state", "status"}
 
-// DefaultTerminalValues are the states after which re-reading is a loop.
-var DefaultTerminalValues = []string{"complete", "completed", "succeeded", "success", "done", "failed", "finished", "cancelled", "canceled"}
+// defaultTerminalValues are the states after which re-reading is a loop.
+var defaultTerminalValues = []string{"complete", "completed", "succeeded", "success", "done", "failed", "finished", "cancelled", "canceled"}
 
 // NormalizerConfig configures how arguments and results become digests.
 type NormalizerConfig struct {
@@ -77,11 +72,11 @@ type NormalizerConfig struct {
 	UnknownToolMarkers []string `mapstructure:"unknown_tool_markers"`
 }
 
-// Check reports a setting the normalizer cannot work with, naming its YAML
-// key (under normalizer) and value.
-func (c *NormalizerConfig) Check() error {
+// Validate reports a setting the normalizer cannot work with, naming its
+// key and value; confmap.Validate puts the normalizer key in front.
+func (c *NormalizerConfig) Validate() error {
 	if c.MaxCanonicalBytes < 1 {
-		return fmt.Errorf("normalizer.max_canonical_bytes must be ≥ 1, got %d", c.MaxCanonicalBytes)
+		return fmt.Errorf("max_canonical_bytes must be ≥ 1, got %d", c.MaxCanonicalBytes)
 	}
 	return nil
 }
@@ -97,16 +92,18 @@ type KeyOverride struct {
 // DefaultNormalizerConfig returns the documented defaults.
 func DefaultNormalizerConfig() NormalizerConfig {
 	return NormalizerConfig{
-		VolatileArgKeys:    append([]string(nil), DefaultVolatileArgKeys...),
-		VolatileResultKeys: append([]string(nil), DefaultVolatileResultKeys...),
-		TerminalKeys:       append([]string(nil), DefaultTerminalKeys...),
-		TerminalValues:     append([]string(nil), DefaultTerminalValues...),
+		VolatileArgKeys:    append([]string(nil), defaultVolatileArgKeys...),
+		VolatileResultKeys: append([]string(nil), defaultVolatileResultKeys...),
+		TerminalKeys:       append([]string(nil), defaultTerminalKeys...),
+		TerminalValues:     append([]string(nil), defaultTerminalValues...),
 		MaxCanonicalBytes:  64 << 10,
-		UnknownToolMarkers: append([]string(nil), DefaultUnknownToolMarkers...),
+		UnknownToolMarkers: append([]string(nil), defaultUnknownToolMarkers...),
 	}
 }
 
-// ArgsQuality says how much an action signature can be trusted.
+// ArgsQuality says how the arguments behind a signature were read; the
+// engine's ArgsQuality, which says how far the signature can be trusted,
+// is made from it.
 type ArgsQuality uint8
 
 // The argument qualities.
@@ -193,13 +190,13 @@ const (
 
 // Signature digests a tool name and its arguments. present=false (no
 // arguments recorded) yields a name-only, low-confidence signature.
-func (n *Normalizer) Signature(tool, args string, present bool) (Digest, ArgsQuality) {
+func (n *Normalizer) Signature(tool, args string, present bool) (uint64, ArgsQuality) {
 	th := xxhash.Sum64String(tool)
 	if !present {
-		return Digest(mix(th ^ nameOnlySeed)), ArgsAbsent
+		return hash64.Mix(th ^ nameOnlySeed), ArgsAbsent
 	}
 	if len(args) > n.maxBytes {
-		return Digest(mix(th^sigSeed) ^ mix(xxhash.Sum64String(args)^tagOpaque)), ArgsOversized
+		return hash64.Mix(th^sigSeed) ^ hash64.Mix(xxhash.Sum64String(args)^tagOpaque), ArgsOversized
 	}
 	deny, _ := n.sets(tool)
 	r := canonicalize(args, deny, nil, true, "")
@@ -207,13 +204,14 @@ func (n *Normalizer) Signature(tool, args string, present bool) (Digest, ArgsQua
 	if r.opaque {
 		q = ArgsOpaque
 	}
-	return Digest(mix(th^sigSeed) ^ r.digest), q
+	return hash64.Mix(th^sigSeed) ^ r.digest, q
 }
 
 // SignatureMember is Signature, with the raw JSON value of args'
 // top-level member want, read in the same pass: a shell tool's command, a
-// status tool's job id (WaitReader.Want). The digest is Signature's.
-func (n *Normalizer) SignatureMember(tool, args string, present bool, want string) (Digest, ArgsQuality, string, bool) {
+// status tool's job id (the engine's WaitReader.Want). The digest is
+// Signature's.
+func (n *Normalizer) SignatureMember(tool, args string, present bool, want string) (uint64, ArgsQuality, string, bool) {
 	if !present || len(args) > n.maxBytes || want == "" {
 		d, q := n.Signature(tool, args, present)
 		return d, q, "", false
@@ -228,13 +226,13 @@ func (n *Normalizer) SignatureMember(tool, args string, present bool, want strin
 	if r.found {
 		member = strings.TrimSpace(args)[r.member[0]:r.member[1]]
 	}
-	return Digest(mix(xxhash.Sum64String(tool)^sigSeed) ^ r.digest), q, member, r.found
+	return hash64.Mix(xxhash.Sum64String(tool)^sigSeed) ^ r.digest, q, member, r.found
 }
 
 // ResultFingerprint is what a tool's result says about progress.
 type ResultFingerprint struct {
 	// Digest of the normalized result.
-	Digest Digest
+	Digest uint64
 	// Terminal is set when the result reports a final state.
 	Terminal bool
 	// Opaque is set when the result was not JSON.
@@ -245,14 +243,14 @@ type ResultFingerprint struct {
 // and wrappers (a serialized LangChain ToolMessage) unwrapped.
 func (n *Normalizer) Result(tool, result string) ResultFingerprint {
 	if len(result) > n.maxBytes {
-		return ResultFingerprint{Digest: Digest(mix(xxhash.Sum64String(result) ^ tagOpaque)), Opaque: true}
+		return ResultFingerprint{Digest: hash64.Mix(xxhash.Sum64String(result) ^ tagOpaque), Opaque: true}
 	}
 	_, deny := n.sets(tool)
 	r := canonicalize(result, deny, n.terminal, false, "kwargs")
 	if c, ok := toolMessageContent(result, r); ok {
 		r = canonicalize(c, deny, n.terminal, false, "")
 	}
-	return ResultFingerprint{Digest: Digest(r.digest), Terminal: r.terminal, Opaque: r.opaque}
+	return ResultFingerprint{Digest: r.digest, Terminal: r.terminal, Opaque: r.opaque}
 }
 
 // toolMessageContent finds the content of a serialized LangChain
@@ -299,27 +297,4 @@ func memberRaw(obj, name string) (string, bool) {
 	h := canonHasher{s: obj, pos: pos, want: name}
 	_, _ = h.container(0, nil) // an error after the member does not matter
 	return obj[h.member[0]:h.member[1]], h.found
-}
-
-// Keyer turns in-memory digests into keyed digests that may leave the
-// process: without the key they cannot be reversed by guessing inputs.
-type Keyer struct {
-	key []byte
-}
-
-// NewKeyer returns a Keyer for key; an empty key still yields digests, but
-// the documentation tells operators to set one.
-func NewKeyer(key []byte) *Keyer {
-	return &Keyer{key: append([]byte(nil), key...)}
-}
-
-// Keyed returns the hex HMAC-SHA256 (first 16 bytes) of a digest in a
-// domain such as "sig" or "fp".
-func (k *Keyer) Keyed(domain string, d Digest) string {
-	m := hmac.New(sha256.New, k.key)
-	m.Write([]byte(domain))
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], uint64(d))
-	m.Write(b[:])
-	return hex.EncodeToString(m.Sum(nil)[:16])
 }

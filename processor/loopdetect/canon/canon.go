@@ -13,19 +13,16 @@
 //   - canon_terminal.go: the matcher of finished async results
 //   - canon_swar.go: the word-at-a-time byte tests the scanner runs on
 
-package engine
+package canon
 
 import (
 	"errors"
-	"math/bits"
 	"strings"
 
 	"github.com/cespare/xxhash/v2"
-)
 
-// Digest is a fixed-size, non-cryptographic digest of canonical content. It
-// never leaves the process unkeyed: see Keyer for the form that does.
-type Digest uint64
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/hash64"
+)
 
 // Hash type tags keep values of different JSON types apart ("1" vs 1).
 const (
@@ -62,7 +59,7 @@ type canonResult struct {
 func canonicalize(doc string, deny *keySet, term *terminalMatcher, unwrap bool, want string) canonResult {
 	t := strings.TrimSpace(doc)
 	if t == "" {
-		return canonResult{digest: mix(tagOpaque)}
+		return canonResult{digest: hash64.Mix(tagOpaque)}
 	}
 	h := canonHasher{s: t, deny: deny, terminal: term, want: want}
 	if t[0] == '"' {
@@ -75,10 +72,10 @@ func canonicalize(doc string, deny *keySet, term *terminalMatcher, unwrap bool, 
 			}
 			return canonResult{digest: hashString(inner)}
 		}
-		return canonResult{digest: mix(xxhash.Sum64String(t) ^ tagOpaque), opaque: true}
+		return canonResult{digest: hash64.Mix(xxhash.Sum64String(t) ^ tagOpaque), opaque: true}
 	}
 	if t[0] != '{' && t[0] != '[' {
-		return canonResult{digest: mix(xxhash.Sum64String(t) ^ tagOpaque), opaque: true}
+		return canonResult{digest: hash64.Mix(xxhash.Sum64String(t) ^ tagOpaque), opaque: true}
 	}
 	var wrap *wrapperInfo
 	var wi wrapperInfo
@@ -87,7 +84,7 @@ func canonicalize(doc string, deny *keySet, term *terminalMatcher, unwrap bool, 
 	}
 	v, err := h.container(0, wrap)
 	if end, _ := skipSpace(h.s, h.pos); err != nil || end != len(h.s) {
-		return canonResult{digest: mix(xxhash.Sum64String(t) ^ tagOpaque), opaque: true, member: h.member, found: h.found}
+		return canonResult{digest: hash64.Mix(xxhash.Sum64String(t) ^ tagOpaque), opaque: true, member: h.member, found: h.found}
 	}
 	if wrap != nil {
 		if u, ok := wi.unwrapped(); ok {
@@ -157,49 +154,18 @@ func (w *wrapperInfo) unwrapped() (uint64, bool) {
 	return 0, false
 }
 
-// mix is the splitmix64 finalizer: cheap, and good enough to combine
-// member hashes for in-memory keys.
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
-
 // closeHash finishes an object's member sum or an array's running hash
 // over n members.
 func closeHash(obj bool, acc, n uint64) uint64 {
 	if obj {
-		return mix(acc ^ tagObject ^ (n * primeArray))
+		return hash64.Mix(acc ^ tagObject ^ (n * primeArray))
 	}
-	return mix(acc ^ n)
-}
-
-// mum is the 64×64→128 multiply-fold at the heart of wyhash.
-func mum(a, b uint64) uint64 {
-	hi, lo := bits.Mul64(a, b)
-	return hi ^ lo
-}
-
-func shortHash(a, b uint64, n int) uint64 {
-	return mum(a^0xa0761d6478bd642f, b^0xe7037ed1a0b428db^uint64(n))
-}
-
-// strHash hashes a string; short strings (most keys and values) take a
-// multiply-fold path far cheaper than a general hash's setup.
-func strHash(s string) uint64 {
-	if len(s) > 16 {
-		return xxhash.Sum64String(s)
-	}
-	a, b := shortWords(s)
-	return shortHash(a, b, len(s))
+	return hash64.Mix(acc ^ n)
 }
 
 func hashString(s string) uint64 {
 	if n := len(s); n > 0 && (s[0] <= ' ' || s[n-1] <= ' ') {
 		s = strings.TrimSpace(s)
 	}
-	return strHash(s) ^ tagString
+	return hash64.String(s) ^ tagString
 }
