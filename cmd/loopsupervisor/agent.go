@@ -87,6 +87,12 @@ const routeAttr = "loopsupervisor.listen"
 // OTEL_RESOURCE_ATTRIBUTES (agentEnv put one there), replacing an
 // inherited one.
 func withRoute(env []string, listen string) []string {
+	return withResourceAttr(env, routeAttr, listen)
+}
+
+// withResourceAttr sets key=value in the agent's OTEL_RESOURCE_ATTRIBUTES,
+// replacing an inherited value of key.
+func withResourceAttr(env []string, key, value string) []string {
 	for i, kv := range env {
 		v, ok := strings.CutPrefix(kv, "OTEL_RESOURCE_ATTRIBUTES=")
 		if !ok {
@@ -94,20 +100,36 @@ func withRoute(env []string, listen string) []string {
 		}
 		var parts []string
 		for _, p := range strings.Split(v, ",") {
-			if k, _, _ := strings.Cut(p, "="); strings.TrimSpace(k) != routeAttr {
+			if k, _, _ := strings.Cut(p, "="); strings.TrimSpace(k) != key {
 				parts = append(parts, p)
 			}
 		}
-		env[i] = "OTEL_RESOURCE_ATTRIBUTES=" + strings.Join(append(parts, routeAttr+"="+listen), ",")
+		env[i] = "OTEL_RESOURCE_ATTRIBUTES=" + strings.Join(append(parts, key+"="+value), ",")
 	}
 	return env
 }
 
+// instanceAttr repeats the agent's service.instance.id in its resource
+// under a name of our own: an agent that overwrites service.instance.id
+// (OpenCode 1.18.33 sets a random run id of its own after reading
+// OTEL_RESOURCE_ATTRIBUTES) keeps this one, and the collector reads it in
+// its place, so a kill still names the id we accept.
+const instanceAttr = "loopsupervisor.instance.id"
+
+// withInstanceAttr adds instanceAttr=id to the agent's
+// OTEL_RESOURCE_ATTRIBUTES (agentEnv put one there), replacing an
+// inherited one.
+func withInstanceAttr(env []string, id string) []string {
+	return withResourceAttr(env, instanceAttr, id)
+}
+
 // exportDelayVars are the OTel SDK settings that hold an agent's finished
 // spans and log records before export: the batch span and log record
-// processors' delays (OTel SDKs) and Claude Code's logs interval. Each
-// defaults to 5 s, which is how late every verdict would be.
-var exportDelayVars = []string{"OTEL_BSP_SCHEDULE_DELAY", "OTEL_BLRP_SCHEDULE_DELAY", "OTEL_LOGS_EXPORT_INTERVAL"}
+// processors' delays (OTel SDKs) and Claude Code's own logs and traces
+// intervals (its traces beta reads OTEL_TRACES_EXPORT_INTERVAL, not the
+// SDK's variable). Each defaults to 5 s, which is how late every verdict
+// would be.
+var exportDelayVars = []string{"OTEL_BSP_SCHEDULE_DELAY", "OTEL_BLRP_SCHEDULE_DELAY", "OTEL_LOGS_EXPORT_INTERVAL", "OTEL_TRACES_EXPORT_INTERVAL"}
 
 // withExportDefaults sets each export delay the environment leaves unset to
 // d (in milliseconds, as the variables are read); the user's own settings

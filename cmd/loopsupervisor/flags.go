@@ -84,8 +84,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.replayWindow, "replay-window", 15*time.Minute, "how long webhook ids are remembered (must cover the timestamp window and the kill retry horizon)")
 	fs.DurationVar(&o.hookTimeout, "hook-timeout", 30*time.Second, "time limit of the clean-up hook")
 	fs.IntVar(&o.hookPatience, "hook-patience", 2, "when the agent runs `loopsupervisor hook`: how many of a loop's calls it blocks with the nudge while a verified kill waits; the next one carries the kill out (0: kills at once)")
-	fs.DurationVar(&o.exportInterval, "export-interval", 200*time.Millisecond, "export delay given to the agent's OTel SDK (OTEL_BSP_SCHEDULE_DELAY, OTEL_BLRP_SCHEDULE_DELAY, OTEL_LOGS_EXPORT_INTERVAL) unless the environment sets them; their 5 s defaults delay every verdict by up to 5 s (0 keeps the SDK's defaults)")
-	fs.BoolVar(&o.noAgentTelemetry, "no-agent-telemetry", false, "do not set Claude Code's telemetry variables (CLAUDE_CODE_ENABLE_TELEMETRY=1, OTEL_LOGS_EXPORTER=otlp, OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf, OTEL_LOG_TOOL_DETAILS=1, OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318) where the environment leaves them unset, for an agent command named claude")
+	fs.DurationVar(&o.exportInterval, "export-interval", 200*time.Millisecond, "export delay given to the agent's OTel SDK (OTEL_BSP_SCHEDULE_DELAY, OTEL_BLRP_SCHEDULE_DELAY, OTEL_LOGS_EXPORT_INTERVAL, OTEL_TRACES_EXPORT_INTERVAL) unless the environment sets them; their 5 s defaults delay every verdict by up to 5 s (0 keeps the SDK's defaults)")
+	fs.BoolVar(&o.noAgentTelemetry, "no-agent-telemetry", false, "do not set Claude Code's telemetry variables ("+strings.Join(claudeTelemetry, ", ")+") where the environment leaves them unset, for an agent command named claude")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

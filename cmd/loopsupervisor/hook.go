@@ -31,7 +31,23 @@ const (
 	// "deny" with the reason, which the model gets as the call's error
 	// ("Tool execution blocked: <reason>"; Gemini CLI 0.61.0).
 	formatGemini hookFormat = "gemini"
+	// formatQwen is Qwen Code's PreToolUse and PostToolUse hooks: Claude
+	// Code's output, but Qwen Code 0.24.4 drops a PreToolUse hook's
+	// additionalContext (only PostToolUse's reaches the model, appended to
+	// the result), so the query says a nudge must wait for PostToolUse.
+	formatQwen hookFormat = "qwen"
+	// formatCodex is OpenAI Codex CLI's PreToolUse hook (0.169.0): its
+	// input and output are Claude Code's (a block is permissionDecision
+	// "deny" with the reason, which the model gets as the call's output;
+	// additionalContext reaches the model as a developer message), but its
+	// shell tool is "Bash" to the hook and "exec_command" in its telemetry.
+	formatCodex hookFormat = "codex"
 )
+
+// codexToolNames are the names Codex CLI's telemetry gives the tools its
+// hooks name otherwise. The supervisor blocks only the tools of the loop
+// the collector named, so the hook asks under the collector's name.
+var codexToolNames = map[string]string{"Bash": "exec_command"}
 
 // hookTimeout bounds the whole question to the supervisor: the hook fails
 // open, a slow supervisor must not hold the agent's tool call.
@@ -67,13 +83,13 @@ func answerMAC(token []byte, nonce string, body []byte) string {
 func runHook(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("loopsupervisor hook", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	format := fs.String("format", string(formatClaude), "the agent CLI's hook protocol: claude (PreToolUse) or gemini (BeforeTool)")
+	format := fs.String("format", string(formatClaude), "the agent CLI's hook protocol: claude (PreToolUse), gemini (BeforeTool), qwen (PreToolUse, PostToolUse) or codex (PreToolUse)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
 	f := hookFormat(*format)
-	if f != formatClaude && f != formatGemini {
-		fmt.Fprintf(stderr, "loopsupervisor hook: --format %q: want claude or gemini\n", *format)
+	if f != formatClaude && f != formatGemini && f != formatQwen && f != formatCodex {
+		fmt.Fprintf(stderr, "loopsupervisor hook: --format %q: want claude, gemini, qwen or codex\n", *format)
 		return exitUsage
 	}
 	url, token := os.Getenv(envHookURL), os.Getenv(envHookToken)
@@ -84,6 +100,12 @@ func runHook(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "loopsupervisor hook: %v (call allowed)\n", err)
 		return 0
+	}
+	switch f {
+	case formatQwen:
+		in = markAfterToolContextOnly(in)
+	case formatCodex:
+		in = renameTool(in, codexToolNames)
 	}
 	a, err := askSupervisor(url, token, in)
 	if err != nil {
@@ -99,6 +121,30 @@ func runHook(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		_, _ = stdout.Write(append(b, '\n'))
 	}
 	return 0
+}
+
+// renameTool returns the hook input in with its tool_name replaced by its
+// entry in names; input that is not a JSON object, or names no tool
+// there, is returned as it is.
+func renameTool(in []byte, names map[string]string) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(in, &m) != nil {
+		return in
+	}
+	var tool string
+	if json.Unmarshal(m["tool_name"], &tool) != nil {
+		return in
+	}
+	renamed, ok := names[tool]
+	if !ok {
+		return in
+	}
+	m["tool_name"], _ = json.Marshal(renamed)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return in
+	}
+	return out
 }
 
 // readStdin reads the CLI's hook input, at most hookMaxBody bytes, within
@@ -122,6 +168,22 @@ func readStdin(r io.Reader, limit time.Duration) ([]byte, error) {
 	case <-time.After(limit):
 		return nil, fmt.Errorf("no hook input on stdin within %s", limit)
 	}
+}
+
+// markAfterToolContextOnly adds to a hook input the field that tells the
+// supervisor this CLI reads context only after a tool; an input that is
+// not a JSON object is forwarded as it is (the supervisor refuses it).
+func markAfterToolContextOnly(in []byte) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(in, &m) != nil || m == nil {
+		return in
+	}
+	m[afterToolContextOnlyField] = json.RawMessage("true")
+	b, err := json.Marshal(m)
+	if err != nil {
+		return in
+	}
+	return b
 }
 
 // askSupervisor forwards the CLI's hook input as it is: the supervisor

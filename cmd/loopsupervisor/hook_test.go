@@ -248,6 +248,46 @@ func TestHookCommandAnswersInTheCLIsFormat(t *testing.T) {
 	assert.Contains(t, gemini["reason"], "You ran gh issue list 5 times.")
 }
 
+// qwenInput is Qwen Code 0.24.4's hook input for event, cut to the fields
+// it always sends.
+func qwenInput(session, event, command string) string {
+	return fmt.Sprintf(`{"session_id":%q,"transcript_path":"/home/u/.qwen/projects/-w/chats/%s.jsonl","cwd":"/w","hook_event_name":%q,"permission_mode":"yolo","tool_name":"run_shell_command","tool_input":{"command":%q},"tool_use_id":"toolu_1","tool_call_id":"call_0"}`, session, session, event, command)
+}
+
+// Qwen Code drops a PreToolUse hook's context: with --format qwen the
+// nudge waits for the call's PostToolUse or, when it failed,
+// PostToolUseFailure; a block is Claude Code's deny, which Qwen Code reads.
+func TestHookCommandInQwenFormatNudgesAfterTheTool(t *testing.T) {
+	b := newHookBook(2, func(webhook.Message) {}, func(string, ...any) {})
+	env := map[string]string{envHookURL: hookServer(t, b, "tok"), envHookToken: "tok"}
+	const sess = "a39d0e64-dc75-43e5-88c6-2d0b3f8a4377"
+	for range 2 {
+		_, out, _ := runHookWith(t, env, qwenInput(sess, "PreToolUse", "gh issue list"), "--format", "qwen")
+		assert.Empty(t, out)
+	}
+	b.warn(sess, warnBody(sess, "You ran gh issue list 5 times."), t0)
+
+	type output struct {
+		HookSpecificOutput struct{ HookEventName, PermissionDecision, PermissionDecisionReason, AdditionalContext string }
+	}
+	_, out, _ := runHookWith(t, env, qwenInput(sess, "PreToolUse", "gh issue list"), "--format", "qwen")
+	assert.Empty(t, out, "PreToolUse's context would be dropped: the nudge waits")
+	_, out, _ = runHookWith(t, env, qwenInput(sess, "PostToolUseFailure", "gh issue list"), "--format", "qwen")
+	var nudged output
+	require.NoError(t, json.Unmarshal([]byte(out), &nudged), out)
+	assert.Equal(t, "PostToolUseFailure", nudged.HookSpecificOutput.HookEventName)
+	assert.Contains(t, nudged.HookSpecificOutput.AdditionalContext, "You ran gh issue list 5 times.")
+	_, out, _ = runHookWith(t, env, qwenInput(sess, "PostToolUse", "gh issue list"), "--format", "qwen")
+	assert.Empty(t, out, "once")
+
+	require.True(t, b.hold(killMsg(sess), t0))
+	_, out, _ = runHookWith(t, env, qwenInput(sess, "PreToolUse", "gh issue list"), "--format", "qwen")
+	var blocked output
+	require.NoError(t, json.Unmarshal([]byte(out), &blocked), out)
+	assert.Equal(t, "deny", blocked.HookSpecificOutput.PermissionDecision)
+	assert.Contains(t, blocked.HookSpecificOutput.PermissionDecisionReason, "Blocked by loopsupervisor")
+}
+
 // The endpoint Claude Code's own HTTP hook posts to answers in Claude
 // Code's output format, with no process per call.
 func TestHTTPHookEndpointAnswersInClaudeCodesFormat(t *testing.T) {
@@ -448,6 +488,6 @@ func TestSupervisorLiftsBlocksOnTheEnginesRecovery(t *testing.T) {
 
 func TestExportDefaultsLeaveTheUsersSettings(t *testing.T) {
 	env := withExportDefaults([]string{"OTEL_BSP_SCHEDULE_DELAY=1000", "PATH=/bin"}, 200*time.Millisecond)
-	assert.Equal(t, []string{"OTEL_BSP_SCHEDULE_DELAY=1000", "PATH=/bin", "OTEL_BLRP_SCHEDULE_DELAY=200", "OTEL_LOGS_EXPORT_INTERVAL=200"}, env)
+	assert.Equal(t, []string{"OTEL_BSP_SCHEDULE_DELAY=1000", "PATH=/bin", "OTEL_BLRP_SCHEDULE_DELAY=200", "OTEL_LOGS_EXPORT_INTERVAL=200", "OTEL_TRACES_EXPORT_INTERVAL=200"}, env)
 	assert.Equal(t, []string{"PATH=/bin"}, withExportDefaults([]string{"PATH=/bin"}, 0), "0 keeps the SDK's defaults")
 }

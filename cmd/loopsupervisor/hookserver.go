@@ -85,7 +85,14 @@ type hookQuery struct {
 	SessionID     string          `json:"session_id"`
 	ToolName      string          `json:"tool_name"`
 	ToolInput     json.RawMessage `json:"tool_input,omitempty"`
+	// AfterToolContextOnly is set by `loopsupervisor hook --format qwen`:
+	// the CLI drops context given before a tool, so a nudge waits for the
+	// event after it.
+	AfterToolContextOnly bool `json:"loopsupervisor_after_tool_context_only,omitempty"`
 }
+
+// afterToolContextOnlyField is hookQuery.AfterToolContextOnly's JSON name.
+const afterToolContextOnlyField = "loopsupervisor_after_tool_context_only"
 
 // hookAnswer is the supervisor's reply to a hookQuery.
 type hookAnswer struct {
@@ -316,16 +323,19 @@ func (b *hookBook) decide(q hookQuery, now time.Time) hookAnswer {
 // nudge allows the call, with the warn's nudge when one is pending and the
 // event can carry it.
 func (b *hookBook) nudge(s *hookSession, q hookQuery) hookAnswer {
-	if !s.nudgePending || s.warning == nil || q.HookEventName == eventBeforeToolGemini {
+	if !s.nudgePending || s.warning == nil || q.HookEventName == eventBeforeToolGemini ||
+		(q.AfterToolContextOnly && !isAfterTool(q.HookEventName)) {
 		return hookAnswer{Decision: decisionAllow}
 	}
 	s.nudgePending = false
 	return hookAnswer{Decision: decisionNudge, Reason: nudgeText(s.warning.nudge, q.ToolName)}
 }
 
-// isAfterTool reports an event sent after the tool ran.
+// isAfterTool reports an event sent after the tool ran: PostToolUseFailure
+// is what Qwen Code 0.24.4 sends instead of PostToolUse when the call
+// failed, e.g. a command that exited non-zero.
 func isAfterTool(event string) bool {
-	return event == "PostToolUse" || event == "AfterTool"
+	return event == "PostToolUse" || event == "AfterTool" || event == "PostToolUseFailure"
 }
 
 func ordinalSuffix(n int) string {

@@ -8,7 +8,7 @@
 // the optional --on-warn command with the verdict in its environment.
 //
 //	loopsupervisor [flags] -- AGENT_CMD ARGS...
-//	loopsupervisor hook [--format claude|gemini]   (the agent CLI's tool-call hook)
+//	loopsupervisor hook [--format claude|gemini|qwen]   (the agent CLI's tool-call hook)
 //
 // Exit codes:
 //
@@ -23,10 +23,18 @@ package main
 import (
 	"context"
 	"os"
+	"os/signal"
+	"syscall"
 )
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "hook" {
+		// The hook runs in the agent's process group, so the kill it may
+		// itself set off (the last blocked repeat) reaches it too. Dying
+		// before it prints the block would read to the CLI as a failed
+		// hook, and a CLI fails open: it would run the very call the kill
+		// is for. The hook's life is bounded by its own timeouts.
+		signal.Ignore(syscall.SIGTERM)
 		os.Exit(runHook(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))

@@ -76,6 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	env := withExportDefaults(agentEnv(os.Environ(), opt.instanceID, opt.serviceName), opt.exportInterval)
 	env = withRoute(env, ln.Addr().String())
+	env = withInstanceAttr(env, opt.instanceID)
 	if !opt.noAgentTelemetry {
 		env = withClaudeTelemetry(env, opt.argv)
 	}

@@ -92,9 +92,10 @@ func unwatchedLine(env, argv []string, listen string, sinceCall bool) string {
 		missing = append(missing, "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 (where the collector listens)")
 	}
 	if isClaude(argv) {
+		choseLogs := set["OTEL_LOGS_EXPORTER"] != "" && set["OTEL_TRACES_EXPORTER"] == ""
 		for _, kv := range claudeTelemetry {
 			k, v, _ := strings.Cut(kv, "=")
-			if k != "OTEL_EXPORTER_OTLP_ENDPOINT" && set[k] != v {
+			if k != "OTEL_EXPORTER_OTLP_ENDPOINT" && set[k] != v && (!choseLogs || !claudeTracesOnly[k]) {
 				missing = append(missing, kv)
 			}
 		}
@@ -108,14 +109,28 @@ func unwatchedLine(env, argv []string, listen string, sinceCall bool) string {
 		when, strings.Join(missing, "; "))
 }
 
-// claudeTelemetry is what Claude Code needs to send its tool calls to a
-// collector on this machine (docs/clients.md).
+// claudeTelemetry is what Claude Code needs to send its tool calls, with
+// their results, to a collector on this machine (docs/clients.md): its
+// traces beta with tool content. Its logs carry no result, and without a
+// result the engine cannot tell a poll that waits on CI from a loop.
 var claudeTelemetry = []string{
 	"CLAUDE_CODE_ENABLE_TELEMETRY=1",
-	"OTEL_LOGS_EXPORTER=otlp",
+	"CLAUDE_CODE_ENHANCED_TELEMETRY_BETA=1",
+	"OTEL_TRACES_EXPORTER=otlp",
 	"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
 	"OTEL_LOG_TOOL_DETAILS=1",
+	"OTEL_LOG_TOOL_CONTENT=1",
 	"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318",
+}
+
+// claudeTracesOnly are the variables of claudeTelemetry that choose the
+// traces beta: a user who chose Claude Code's logs gets none of them, or
+// each call would reach the collector twice, apart, and be judged one
+// copy at a time.
+var claudeTracesOnly = map[string]bool{
+	"CLAUDE_CODE_ENHANCED_TELEMETRY_BETA": true,
+	"OTEL_TRACES_EXPORTER":                true,
+	"OTEL_LOG_TOOL_CONTENT":               true,
 }
 
 // isClaude reports an agent command that runs Claude Code.
@@ -140,16 +155,11 @@ func withClaudeTelemetry(env, argv []string) []string {
 		k, _, _ := strings.Cut(kv, "=")
 		set[k] = true
 	}
-	anyEndpoint := set["OTEL_EXPORTER_OTLP_ENDPOINT"] || set["OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"]
+	anyEndpoint := set["OTEL_EXPORTER_OTLP_ENDPOINT"] || set["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] || set["OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"]
+	choseLogs := set["OTEL_LOGS_EXPORTER"] && !set["OTEL_TRACES_EXPORTER"]
 	for _, kv := range claudeTelemetry {
 		k, _, _ := strings.Cut(kv, "=")
-		if set[k] || (k == "OTEL_EXPORTER_OTLP_ENDPOINT" && anyEndpoint) {
-			continue
-		}
-		// A user who chose Claude Code's traces (the beta whose tool spans
-		// carry results) gets no logs beside them: each call would reach
-		// the collector twice, apart, and be judged one copy at a time.
-		if k == "OTEL_LOGS_EXPORTER" && set["OTEL_TRACES_EXPORTER"] {
+		if set[k] || (k == "OTEL_EXPORTER_OTLP_ENDPOINT" && anyEndpoint) || (choseLogs && claudeTracesOnly[k]) {
 			continue
 		}
 		env = append(env, kv)

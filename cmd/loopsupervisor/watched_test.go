@@ -49,13 +49,15 @@ func TestWatchIsOverdueOnceAfterTheFirstCall(t *testing.T) {
 func TestUnwatchedLineNamesWhatIsMissing(t *testing.T) {
 	claude := []string{"/opt/bin/claude", "-p", "fix it"}
 	line := unwatchedLine([]string{"PATH=/bin"}, claude, "127.0.0.1:8787", true)
-	for _, want := range []string{"NOT WATCHED", "10s after its first tool call", "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318", "CLAUDE_CODE_ENABLE_TELEMETRY=1", "OTEL_LOGS_EXPORTER=otlp", "http://127.0.0.1:8787/kill"} {
+	for _, want := range []string{"NOT WATCHED", "10s after its first tool call", "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318", "CLAUDE_CODE_ENABLE_TELEMETRY=1", "OTEL_TRACES_EXPORTER=otlp", "OTEL_LOG_TOOL_CONTENT=1", "http://127.0.0.1:8787/kill"} {
 		assert.Contains(t, line, want)
 	}
 	assert.NotContains(t, line, "\n", "one line")
 	line = unwatchedLine(withClaudeTelemetry([]string{"PATH=/bin"}, claude), claude, "127.0.0.1:8787", false)
 	assert.NotContains(t, line, "CLAUDE_CODE_ENABLE_TELEMETRY", "set by the supervisor: not what is missing")
 	assert.Contains(t, line, "60s after its start")
+	line = unwatchedLine([]string{"OTEL_LOGS_EXPORTER=otlp"}, claude, "127.0.0.1:8787", true)
+	assert.NotContains(t, line, "OTEL_TRACES_EXPORTER", "the user chose Claude Code's logs: traces are not missing")
 	other := unwatchedLine([]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318"}, []string{"python3", "agent.py"}, "127.0.0.1:9000", true)
 	assert.NotContains(t, other, "OTEL_EXPORTER_OTLP_ENDPOINT=", "set")
 	assert.NotContains(t, other, "CLAUDE_CODE")
@@ -71,8 +73,10 @@ func TestClaudeTelemetryIsSetUnlessTheUserSetIt(t *testing.T) {
 	}{
 		{"not Claude Code: unchanged", []string{"PATH=/bin"}, []string{"python3"}, []string{"PATH=/bin"}},
 		{"Claude Code: all of them", []string{"PATH=/bin"}, claude, append([]string{"PATH=/bin"}, claudeTelemetry...)},
-		{"Claude Code on its traces: no logs beside them", []string{"OTEL_TRACES_EXPORTER=otlp"}, claude,
-			[]string{"OTEL_TRACES_EXPORTER=otlp", "CLAUDE_CODE_ENABLE_TELEMETRY=1", "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "OTEL_LOG_TOOL_DETAILS=1", "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318"}},
+		{"Claude Code on its traces: its choice of endpoint stands", []string{"OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:9999/v1/traces"}, claude,
+			[]string{"OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:9999/v1/traces", "CLAUDE_CODE_ENABLE_TELEMETRY=1", "CLAUDE_CODE_ENHANCED_TELEMETRY_BETA=1", "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "OTEL_LOG_TOOL_DETAILS=1", "OTEL_LOG_TOOL_CONTENT=1"}},
+		{"Claude Code on its logs: no traces beside them", []string{"OTEL_LOGS_EXPORTER=otlp"}, claude,
+			[]string{"OTEL_LOGS_EXPORTER=otlp", "CLAUDE_CODE_ENABLE_TELEMETRY=1", "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "OTEL_LOG_TOOL_DETAILS=1", "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318"}},
 		{"the user's settings stand", []string{"OTEL_LOGS_EXPORTER=console", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT=http://10.0.0.1:4318/v1/logs"}, claude,
 			[]string{"OTEL_LOGS_EXPORTER=console", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT=http://10.0.0.1:4318/v1/logs", "CLAUDE_CODE_ENABLE_TELEMETRY=1", "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "OTEL_LOG_TOOL_DETAILS=1"}},
 	}
@@ -140,4 +144,10 @@ func TestPreExistingResultFileBecomesPrivate(t *testing.T) {
 	fi, err := os.Stat(h.result)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+}
+
+func TestAgentKeepsItsInstanceIDUnderTheSupervisorsName(t *testing.T) {
+	env := agentEnv([]string{"OTEL_RESOURCE_ATTRIBUTES=team=a,loopsupervisor.instance.id=old"}, "inst-x", "")
+	env = withInstanceAttr(env, "inst-x")
+	assert.Contains(t, env, "OTEL_RESOURCE_ATTRIBUTES=team=a,service.instance.id=inst-x,loopsupervisor.instance.id=inst-x", "an inherited copy is replaced")
 }

@@ -137,18 +137,13 @@ func (p ClaudeProject) Env(model *Server, otlp string) []string {
 	return env
 }
 
-// TracesEnv is the environment of a headless Claude Code run against
-// model with its traces beta and tool content on, instead of its logs,
-// sent to otlp: each call is a claude_code.tool span whose tool.output
-// event carries the call's result, the only telemetry of Claude Code that
-// does (its tool_result records carry sizes). With both on, a call's
-// record and span reach the collector apart and are judged one at a time.
-func (p ClaudeProject) TracesEnv(model *Server, otlp string) []string {
-	return append(p.baseEnv(model), append(otlpEnv(otlp),
-		"CLAUDE_CODE_ENHANCED_TELEMETRY_BETA=1",
-		"OTEL_TRACES_EXPORTER=otlp",
-		"OTEL_LOG_TOOL_CONTENT=1",
-	)...)
+// RecipeEnv is the environment of a headless Claude Code run against
+// model as the README's recipe leaves it: only the collector's endpoint,
+// otlp. loopsupervisor sets the rest (Claude Code's traces beta with tool
+// content: each call a claude_code.tool span whose tool.output event
+// carries the call's result, the only telemetry of Claude Code that does).
+func (p ClaudeProject) RecipeEnv(model *Server, otlp string) []string {
+	return append(p.baseEnv(model), "OTEL_EXPORTER_OTLP_ENDPOINT="+otlp)
 }
 
 func (p ClaudeProject) baseEnv(model *Server) []string {

@@ -3,7 +3,6 @@ package agentcli
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -215,13 +214,8 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
 	var req geminiRequest
-	if err == nil {
-		err = json.Unmarshal(body, &req)
-	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	if !readRequest(w, r, &req) {
 		return
 	}
 	switch method {

@@ -1,6 +1,8 @@
-// Package agentcli runs real agent CLIs (Claude Code, Gemini CLI) in tests
-// against a scripted model: a loopback server speaking the Anthropic
-// Messages API or the Gemini API (JSON and server-sent events) whose
+// Package agentcli runs real agent CLIs (Claude Code, Gemini CLI, Qwen
+// Code, OpenCode, Codex CLI) in tests against a scripted model: a loopback
+// server speaking the Anthropic Messages API, the Gemini API, the OpenAI
+// chat completions API or the OpenAI Responses API (JSON and server-sent
+// events) whose
 // answers a Model picks from the conversation so far. The CLI then runs its real tools, hooks and
 // telemetry; only the model is scripted.
 package agentcli // import "github.com/otelcol-loop/otelcol-loop/internal/agentcli"
@@ -108,8 +110,9 @@ func Script(done string, turns ...Turn) Model {
 	})
 }
 
-// Server is a scripted model API on loopback: the Messages API (Start) or
-// the Gemini API (StartGemini).
+// Server is a scripted model API on loopback: the Messages API (Start),
+// the Gemini API (StartGemini), the chat completions API (StartOpenAI)
+// or the Responses API (StartCodex).
 type Server struct {
 	// URL is the base URL to give the CLI (ANTHROPIC_BASE_URL,
 	// GOOGLE_GEMINI_BASE_URL).
@@ -265,18 +268,27 @@ func (s *Server) next(conv Conversation) (Turn, string) {
 	return turn, id
 }
 
+// readRequest decodes a request's JSON body into req, answering 400 when
+// it cannot.
+func readRequest(w http.ResponseWriter, r *http.Request, req any) bool {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	if err == nil {
+		err = json.Unmarshal(body, req)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return false
+	}
+	return true
+}
+
 func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/messages") {
 		http.NotFound(w, r)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
 	var req messagesRequest
-	if err == nil {
-		err = json.Unmarshal(body, &req)
-	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	if !readRequest(w, r, &req) {
 		return
 	}
 	if strings.HasSuffix(r.URL.Path, "/count_tokens") {

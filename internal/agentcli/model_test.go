@@ -2,12 +2,16 @@ package agentcli
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 )
 
-// The requests below keep the shape Claude Code 2.1.332 and Gemini CLI
-// 0.61.0 sent with a PreToolUse/PostToolUse (Claude) or AfterTool (Gemini)
-// hook that printed additionalContext, cut to the fields read here.
+// The requests below keep the shape Claude Code 2.1.332, Gemini CLI
+// 0.61.0 and Qwen Code 0.24.4 sent with a PreToolUse/PostToolUse (Claude),
+// AfterTool (Gemini) or PostToolUseFailure (Qwen) hook that printed
+// additionalContext, cut to the fields read here.
 
 func TestConversationReadsHookContext(t *testing.T) {
 	tests := []struct {
@@ -65,19 +69,39 @@ func TestConversationReadsHookContext(t *testing.T) {
 			wantContent: []string{"<untrusted_context>\nOutput: one\n</untrusted_context>", "plain", "Tool execution blocked: Blocked by loopsupervisor: x"},
 			wantContext: []string{"N", "", ""},
 		},
+		{
+			name: "Qwen Code: a PostToolUse hook's context appended to the result's text",
+			conv: func(t *testing.T) Conversation {
+				return chatConversation(t, `{"model":"scripted","messages":[
+					{"role":"system","content":"You are Qwen Code"},
+					{"role":"user","content":[{"type":"text","text":"<system-reminder>x</system-reminder>"},{"type":"text","text":"hi"}]},
+					{"role":"assistant","content":null,"tool_calls":[{"id":"toolu_0000","type":"function","function":{"name":"run_shell_command","arguments":"{}"}}]},
+					{"role":"tool","tool_call_id":"toolu_0000","content":[{"type":"text","text":"Command: gh issue list\nExit Code: 127\n\n`+NudgeMarker+` change course"}]},
+					{"role":"assistant","content":null,"tool_calls":[{"id":"toolu_0001","type":"function","function":{"name":"run_shell_command","arguments":"{}"}}]},
+					{"role":"tool","tool_call_id":"toolu_0001","content":"plain"}]}`)
+			},
+			wantContent: []string{"Command: gh issue list\nExit Code: 127", "plain"},
+			wantContext: []string{NudgeMarker + " change course", ""},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := tt.conv(t)
-			if len(c.Results) != len(tt.wantContent) {
-				t.Fatalf("got %d results, want %d: %+v", len(c.Results), len(tt.wantContent), c.Results)
-			}
-			for i, r := range c.Results {
-				if r.Content != tt.wantContent[i] || r.Context != tt.wantContext[i] {
-					t.Errorf("result %d: content %q context %q, want %q and %q", i, r.Content, r.Context, tt.wantContent[i], tt.wantContext[i])
-				}
-			}
+			assertResults(t, tt.conv(t), tt.wantContent, tt.wantContext)
 		})
+	}
+}
+
+// assertResults checks each result's content and the hook context that
+// followed it, in order.
+func assertResults(t *testing.T, c Conversation, wantContent, wantContext []string) {
+	t.Helper()
+	if len(c.Results) != len(wantContent) {
+		t.Fatalf("got %d results, want %d: %+v", len(c.Results), len(wantContent), c.Results)
+	}
+	for i, r := range c.Results {
+		if r.Content != wantContent[i] || r.Context != wantContext[i] {
+			t.Errorf("result %d: content %q context %q, want %q and %q", i, r.Content, r.Context, wantContent[i], wantContext[i])
+		}
 	}
 }
 
@@ -97,6 +121,64 @@ func geminiConversation(t *testing.T, body string) Conversation {
 		t.Fatal(err)
 	}
 	return r.conversation()
+}
+
+func chatConversation(t *testing.T, body string) Conversation {
+	t.Helper()
+	var r chatRequest
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r.conversation(nil)
+}
+
+// The chat completions server answers the agent's requests (those that
+// declare tools) from the model, streamed as Qwen Code asks, and the
+// CLI's side questions with a plain text.
+func TestOpenAIServerAnswersToolCalls(t *testing.T) {
+	srv := StartOpenAI(t, Script("done", Shell("gh issue list")))
+	post := func(body string) string {
+		t.Helper()
+		resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	const tools = `"tools":[{"type":"function","function":{"name":"run_shell_command"}}]`
+	got := post(`{"model":"scripted","stream":true,` + tools + `,"messages":[{"role":"user","content":"hi"}]}`)
+	for _, want := range []string{`"tool_calls":[{`, `"name":"run_shell_command"`, `\"command\":\"gh issue list\"`, `"finish_reason":"tool_calls"`, "data: [DONE]"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("streamed answer lacks %s:\n%s", want, got)
+		}
+	}
+	got = post(`{"model":"scripted",` + tools + `,"messages":[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"toolu_0000","content":"x"}]}`)
+	if !strings.Contains(got, `"content":"done"`) || !strings.Contains(got, `"object":"chat.completion"`) {
+		t.Errorf("want the script's end as one chat.completion, got %s", got)
+	}
+	post(`{"model":"scripted","messages":[{"role":"user","content":"a title for this session"}]}`)
+	if n := len(srv.Exchanges()); n != 2 {
+		t.Errorf("the model answered %d requests, want 2 (a side question without tools is not the agent's)", n)
+	}
+}
+
+// Qwen Code's file tools refuse a relative path: the project's model
+// makes a script's paths absolute, and leaves the script's own turns be.
+func TestQwenProjectModelMakesPathsAbsolute(t *testing.T) {
+	p := QwenProject{Dir: "/w/project"}
+	write := Call("write_file", map[string]any{"file_path": "notes.md", "content": "x"})
+	m := p.Model(Script("done", write, Shell("ls")))
+	if got := m.Next(Conversation{}).Tool.Input["file_path"]; got != "/w/project/notes.md" {
+		t.Errorf("file_path %v, want /w/project/notes.md", got)
+	}
+	if write.Tool.Input["file_path"] != "notes.md" {
+		t.Errorf("the script's turn was changed: %v", write.Tool.Input)
+	}
+	if got := m.Next(Conversation{Results: []ToolResult{{}}}).Tool.Input["command"]; got != "ls" {
+		t.Errorf("command %v, want ls", got)
+	}
 }
 
 func TestLoopObeysTheSupervisorsWord(t *testing.T) {

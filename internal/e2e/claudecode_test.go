@@ -180,10 +180,11 @@ func runClaude(t *testing.T, model agentcli.Model, hook supervisorHook, supArgs 
 	return runClaudeTelemetry(t, model, hook, false, supArgs...)
 }
 
-// runClaudeTelemetry is runClaude, with Claude Code's traces beta and tool
-// content on instead of its logs when traces is set: the telemetry that
-// carries the calls' results, which a poll's verdict needs.
-func runClaudeTelemetry(t *testing.T, model agentcli.Model, hook supervisorHook, traces bool, supArgs ...string) agentRun {
+// runClaudeTelemetry is runClaude, with the README's recipe when recipe is
+// set: only the collector's endpoint, and the telemetry loopsupervisor
+// chooses for a claude agent (its traces beta with tool content: the calls'
+// results, which a poll's verdict needs).
+func runClaudeTelemetry(t *testing.T, model agentcli.Model, hook supervisorHook, recipe bool, supArgs ...string) agentRun {
 	t.Helper()
 	claude := agentcli.ClaudeBin(t)
 	return runAgent(t, func(t *testing.T, dir, hook, otlp string) (*agentcli.Server, string, []string, []string) {
@@ -200,8 +201,8 @@ func runClaudeTelemetry(t *testing.T, model agentcli.Model, hook supervisorHook,
 			proj.InstallHooks(t, agentcli.ClaudeHook{Event: "PreToolUse", Command: hook})
 		}
 		env := proj.Env(srv, otlp)
-		if traces {
-			env = proj.TracesEnv(srv, otlp)
+		if recipe {
+			env = proj.RecipeEnv(srv, otlp)
 		}
 		return srv, proj.Dir, env, agentcli.ClaudeArgs(claude, "Find the open issues of this repository and summarise them.")
 	}, string(hook), supArgs...)
@@ -447,4 +448,24 @@ func TestClaudeCodeLoopIsStoppedWithinACall(t *testing.T) {
 		recordFigure(t, "claude.nohook.export_5s.runs", float64(o.runs))
 		recordFigure(t, "claude.nohook.export_5s.call_s", math.Round(pace*10)/10)
 	})
+}
+
+// TestClaudeCodeREADMERecipeIsWatched: the README's recipe sets only the
+// collector's endpoint; loopsupervisor sets Claude Code's telemetry (the
+// traces beta with tool content, its 200 ms export), so the run is watched
+// and a model that ignores the nudge is killed within the usual bound.
+func TestClaudeCodeREADMERecipeIsWatched(t *testing.T) {
+	t.Parallel()
+	r := runClaudeTelemetry(t, agentcli.Loop{Lead: ghLead, Repeat: ghLoop, MaxRepeats: 60}, httpHook, true)
+	o := measureLoop(t, r, len(ghLead))
+	t.Logf("README's recipe, ignoring model: %+v; result %s", o, r.result)
+	if r.exit != 86 || o.killRun == 0 {
+		t.Fatalf("want exit 86 on the collector's kill (decided at run %d), got %s", o.killRun, r)
+	}
+	if o.runs > maxLoopRuns {
+		t.Errorf("the loop ran %d times; want at most %d\n%s", o.runs, maxLoopRuns, r)
+	}
+	if !strings.Contains(r.result, `"watched":true`) {
+		t.Errorf("want the result line to say the run was watched: %s", r.result)
+	}
 }

@@ -42,11 +42,12 @@ var (
 var geminiThen = []agentcli.Turn{agentcli.Shell("echo 'gh is not installed here' >> notes.md")}
 
 // TestGeminiCLILoopIsStoppedWithinACall: the incident's loop in Gemini CLI
-// with its BeforeTool and AfterTool command hooks. Gemini CLI reports no
-// results, so the collector's warn and kill both come at the 5th identical
-// call: the nudge reaches the model with the next call's result
-// (AfterTool) or, when the kill is already held, as the reason of the
-// first blocked repeat. Each run records its figures (figures_test.go).
+// with its BeforeTool and AfterTool command hooks. The collector's warn
+// comes at the 2nd identical result and reaches the model as a nudge with
+// the next call's result (AfterTool); a model that obeys it changes course
+// before the kill point and is never blocked, one that ignores it loops to
+// the kill at the 5th identical call, then its repeats are blocked and it
+// is killed. Each run records its figures (figures_test.go).
 func TestGeminiCLILoopIsStoppedWithinACall(t *testing.T) {
 	t.Parallel()
 	t.Run("a model that obeys the nudge changes course and is not killed", func(t *testing.T) {
@@ -57,8 +58,8 @@ func TestGeminiCLILoopIsStoppedWithinACall(t *testing.T) {
 		if r.exit != 0 || r.killed() {
 			t.Fatalf("want the agent to finish by itself (exit 0), got %s", r)
 		}
-		if o.heardAfter == 0 {
-			t.Errorf("the supervisor's word never reached the model\n%s", r)
+		if o.stuckRun == 0 || o.heardAfter == 0 || o.heardAfter != o.runs {
+			t.Errorf("want the collector's warn (stuck at run %d) to reach the model as a nudge with a run of the loop (heard after run %d of %d)\n%s", o.stuckRun, o.heardAfter, o.runs, r)
 		}
 		recordFigure(t, "gemini.obey.runs", float64(o.runs))
 		recordFigure(t, "gemini.obey.blocked", float64(o.blocked))
@@ -74,9 +75,10 @@ func TestGeminiCLILoopIsStoppedWithinACall(t *testing.T) {
 		if o.killRun == 0 || r.stuckKills() != 1 {
 			t.Errorf("want one kill decided by the collector (at run %d; %d logged)\n%s", o.killRun, r.stuckKills(), r)
 		}
-		if o.stuckRun != o.killRun {
-			t.Errorf("want the warn and the kill at one call (no results), got stuck at run %d, kill at %d\n%s", o.stuckRun, o.killRun, r)
+		if o.heardAfter == 0 || o.heardAfter > o.killRun+1 {
+			t.Errorf("want the nudge to have reached the model before the kill (heard after run %d, kill at %d)\n%s", o.heardAfter, o.killRun, r)
 		}
+		recordFigure(t, "gemini.decision.stuck_run", float64(o.stuckRun))
 		recordFigure(t, "gemini.decision.kill_run", float64(o.killRun))
 		recordFigure(t, "gemini.ignore.runs", float64(o.runs))
 		recordFigure(t, "gemini.ignore.after_kill", float64(o.afterKill))
