@@ -70,6 +70,42 @@ func replayFiles(t *testing.T, files ...string) (string, replay.Summary) {
 	return out.String(), sum
 }
 
+// oneSession is what replayOneSession read and said of one session file.
+type oneSession struct {
+	file, out string
+	sum       replay.Summary
+	verdict
+}
+
+// replayOneSession replays the one file of dir that matches pattern, a
+// session file of a CLI other than Claude Code, which must read as one
+// session of format by client named after its file; files collects it.
+func replayOneSession(t *testing.T, dir, pattern, format, client string, files *[]string) oneSession {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, pattern))
+	require.NoError(t, err)
+	require.Len(t, m, 1, dir)
+	*files = append(*files, m[0])
+	out, sum := replayFiles(t, m[0])
+	require.Equal(t, map[string]int{format: 1}, sum.Read.Files)
+	require.Len(t, sum.Sessions, 1)
+	s := sum.Sessions[0]
+	require.Equal(t, client, s.Client)
+	require.Equal(t, m[0], s.Transcript)
+	id := strings.ReplaceAll(strings.TrimSuffix(filepath.Base(m[0]), ".jsonl"), "-", "")
+	require.Contains(t, id, strings.ReplaceAll(s.Session, "-", ""), "the file is named after the session's id")
+	return oneSession{file: m[0], out: out, sum: sum, verdict: verdictsOf(t, out, sum)[s.Session]}
+}
+
+// requireVerdict fails t unless the session was first stuck at call
+// stuckAt, killed kills times and ended in state final.
+func (o oneSession) requireVerdict(t *testing.T, stuckAt int64, kills int, final string) {
+	t.Helper()
+	require.Equal(t, stuckAt, o.StuckAtCall, o.out)
+	require.Equal(t, kills, o.Kills, o.out)
+	require.Equal(t, final, o.FinalState, o.out)
+}
+
 // verdict is what a replay said of one session.
 type verdict struct {
 	Calls, Stuck, Kills int

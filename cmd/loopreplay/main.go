@@ -2,11 +2,15 @@
 // traces and logs, or over agent transcripts (Claude Code session files and
 // stream-json output, each tool call replayed as the log record Claude
 // Code's telemetry sends, with its result; Gemini CLI session files, each
-// call replayed as that CLI's tool_call span), offline and in event time, and
-// prints one JSON object per state transition. Use it to audit past agent
-// sessions and to calibrate thresholds: --summary says what was read and
-// lists every session with its final state, the call it was first stuck at
-// and its detection delay; --html writes a timeline page of every call.
+// call replayed as that CLI's tool_call span; Codex CLI rollout files, each
+// call replayed as its codex.tool_result log record; Qwen Code session
+// files, each call replayed as its qwen-code.tool span; OpenCode sessions
+// as `opencode export` prints them, each call replayed as its ai.toolCall
+// span), offline and in event time, and prints one JSON object per state
+// transition. Use it to audit past agent sessions and to calibrate
+// thresholds: --summary says what was read and lists every session with
+// its final state, the call it was first stuck at and its detection delay;
+// --html writes a timeline page of every call.
 // Each file's format is found from its content; gzip input is read too.
 //
 //	loopreplay [--config FILE] [--summary] [--html FILE] FILE|- ...

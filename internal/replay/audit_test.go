@@ -2,8 +2,10 @@ package replay
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -75,7 +77,10 @@ func TestAuditHoldsOnlyTheFilesOfOneTime(t *testing.T) {
 	}{
 		{"20 sessions, 20 minutes apart", 20, 20 * time.Minute, 1},
 		{"60 sessions, 20 minutes apart", 60, 20 * time.Minute, 1},
-		{"20 sessions at once", 20, 0, 20},
+		// All but one: the first Codex CLI session's calls end 3 s after
+		// the start, before the OpenCode session's first (23 s after its
+		// creation, where its copy starts) and the file is let go.
+		{"20 sessions at once", 20, 0, 19},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			files, err := sessions.Generate(t.TempDir(), sessions.Options{Testdata: loopreplayTestdata, Sessions: tc.sessions, Spacing: tc.spacing})
@@ -88,6 +93,60 @@ func TestAuditHoldsOnlyTheFilesOfOneTime(t *testing.T) {
 			require.Empty(t, notes)
 			require.Equal(t, tc.sessions, res.Read)
 			require.Equal(t, tc.maxOpen, res.MaxOpen)
+		})
+	}
+}
+
+// TestAuditReadsEachCopyAsItsOriginal: a generated history of each kind,
+// every recorded session of it copied twice and the copies all run at
+// once, is audited as a session per copy (no two merged: each one's id is
+// its own) whose verdict is its original's, audited alone.
+func TestAuditReadsEachCopyAsItsOriginal(t *testing.T) {
+	for _, tc := range []struct {
+		kind sessions.Kind
+		// recorded is how many sessions of the kind cmd/loopreplay/testdata holds.
+		recorded int
+	}{
+		{sessions.GeminiSession, 3},
+		{sessions.CodexSession, 3},
+		{sessions.QwenSession, 4},
+		{sessions.OpenCodeExport, 3},
+	} {
+		t.Run(tc.kind.String(), func(t *testing.T) {
+			var mix [len(sessions.DefaultMix)]int
+			mix[tc.kind] = 1
+			files, err := sessions.Generate(t.TempDir(), sessions.Options{Testdata: loopreplayTestdata, Sessions: 2 * tc.recorded, Mix: mix})
+			require.NoError(t, err)
+			var inputs []string
+			from := map[string]string{}
+			for _, f := range files {
+				require.Equal(t, tc.kind, f.Kind)
+				inputs = append(inputs, f.Path)
+				from[f.Path] = f.From
+			}
+			require.Len(t, slices.Compact(slices.Sorted(maps.Values(from))), tc.recorded)
+			res, _, notes := auditFiles(t, inputs)
+			require.Empty(t, notes)
+			require.Equal(t, len(files), res.Read)
+			require.Equal(t, map[string]int{tc.kind.String(): len(files)}, res.Summary.Read.Files)
+			require.Len(t, res.Summary.Sessions, len(files), "a session per copy")
+			ids := map[string]bool{}
+			originals := map[string]SessionSummary{}
+			for _, got := range res.Summary.Sessions {
+				require.False(t, ids[got.Session], "%s twice", got.Session)
+				ids[got.Session] = true
+				orig, ok := originals[from[got.Transcript]]
+				if !ok {
+					alone, _, notes := auditFiles(t, []string{from[got.Transcript]})
+					require.Empty(t, notes)
+					require.Len(t, alone.Summary.Sessions, 1)
+					orig = alone.Summary.Sessions[0]
+					originals[from[got.Transcript]] = orig
+				}
+				require.NotEqual(t, orig.Session, got.Session)
+				orig.Session, orig.Transcript = got.Session, got.Transcript
+				require.Equal(t, orig, got, "%s, a copy of %s", got.Transcript, from[got.Transcript])
+			}
 		})
 	}
 }

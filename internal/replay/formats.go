@@ -33,16 +33,20 @@ type sessionFormat struct {
 // goes before it.
 var sessionFormats = []*sessionFormat{
 	{detect: looksLikeGemini, read: readGeminiFile, earliest: geminiEarliest},
+	{detect: looksLikeCodex, read: readCodexFile, earliest: codexEarliest},
+	{detect: looksLikeQwen, read: readQwenFile, earliest: qwenEarliest},
+	openCodeFormat,
 	{detect: looksLikeTranscript, read: readClaudeFile, companions: subagentFiles, earliest: claudeEarliest},
 }
 
 // formatOf is the session format of data from its first JSON value, nil
-// for anything else, unreadable input included, which is read as OTLP
-// JSON, whose reader names the bad line.
+// for anything else, unreadable input included (but for an OpenCode
+// export cut short), which is read as OTLP JSON, whose reader names the
+// bad line.
 func formatOf(data []byte) *sessionFormat {
 	var first map[string]json.RawMessage
 	if json.NewDecoder(bytes.NewReader(data)).Decode(&first) != nil {
-		return nil
+		return openCodeCutShort(data)
 	}
 	for _, sf := range sessionFormats {
 		if sf.detect(first) {

@@ -64,7 +64,14 @@ type geminiCall struct {
 	Timestamp string          `json:"timestamp"`
 }
 
+// geminiPart is a part of a Gemini-style message: Qwen Code's messages
+// hold the model's functionCall parts too.
 type geminiPart struct {
+	FunctionCall *struct {
+		ID   string          `json:"id"`
+		Name string          `json:"name"`
+		Args json.RawMessage `json:"args"`
+	} `json:"functionCall"`
 	FunctionResponse *struct {
 		ID       string          `json:"id"`
 		Response json.RawMessage `json:"response"`
@@ -228,20 +235,7 @@ func geminiResult(parts []geminiPart) string {
 // geminiSpan renders c as the tool_call span Gemini CLI exports with
 // GEMINI_TELEMETRY_TRACES_ENABLED: the request and the response as JSON.
 func geminiSpan(c *TranscriptCall) ptrace.Traces {
-	td := ptrace.NewTraces()
-	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr("service.name", "gemini-cli")
-	ss := rs.ScopeSpans().AppendEmpty()
-	ss.Scope().SetName("github.com/otelcol-loop/otelcol-loop/internal/replay/transcript")
-	sp := ss.Spans().AppendEmpty()
-	sp.SetName("tool_call")
-	sp.SetKind(ptrace.SpanKindInternal)
-	// Ids derived from the session and the call keep a replay
-	// deterministic and tell repeated deliveries from new calls.
-	sp.SetTraceID(geminiTraceID(c.Session))
-	sp.SetSpanID(pcommon.SpanID(hash8(c.Session + "\x00" + c.ID)))
-	sp.SetStartTimestamp(pcommon.NewTimestampFromTime(c.Start))
-	sp.SetEndTimestamp(pcommon.NewTimestampFromTime(c.End))
+	td, sp := callSpan(c, "gemini-cli", "", "tool_call")
 	if c.HasResult && c.IsError {
 		sp.Status().SetCode(ptrace.StatusCodeError)
 		sp.Status().SetMessage(firstLine(c.Result))
@@ -265,6 +259,29 @@ func geminiSpan(c *TranscriptCall) ptrace.Traces {
 	return td
 }
 
+// callSpan is a one-span trace of c, a span named name from service
+// (version when not empty) over the call's time.
+func callSpan(c *TranscriptCall, service, version, name string) (ptrace.Traces, ptrace.Span) {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", service)
+	if version != "" {
+		rs.Resource().Attributes().PutStr("service.version", version)
+	}
+	ss := rs.ScopeSpans().AppendEmpty()
+	ss.Scope().SetName("github.com/otelcol-loop/otelcol-loop/internal/replay/transcript")
+	sp := ss.Spans().AppendEmpty()
+	sp.SetName(name)
+	sp.SetKind(ptrace.SpanKindInternal)
+	// Ids derived from the session and the call keep a replay
+	// deterministic and tell repeated deliveries from new calls.
+	sp.SetTraceID(geminiTraceID(c.Session))
+	sp.SetSpanID(pcommon.SpanID(hash8(c.Session + "\x00" + c.ID)))
+	sp.SetStartTimestamp(pcommon.NewTimestampFromTime(c.Start))
+	sp.SetEndTimestamp(pcommon.NewTimestampFromTime(c.End))
+	return td, sp
+}
+
 // geminiTraceID is the trace a session's spans share, which the collector
 // keys them by: the session id's own bytes when it is a UUID (as the CLI
 // writes it), so the key a replay names is the id in the file's name.
@@ -277,9 +294,10 @@ func geminiTraceID(session string) pcommon.TraceID {
 	return pcommon.TraceID(hash16(session))
 }
 
-// engineSession is the key the collector tracks c under.
+// engineSession is the key the collector tracks c under: a span's trace
+// by default.
 func engineSession(c *TranscriptCall) string {
-	if c.Client == clientGemini {
+	if c.Client == clientGemini || c.Client == clientQwen || c.Client == clientOpenCode {
 		id := geminiTraceID(c.Session)
 		return hex.EncodeToString(id[:])
 	}

@@ -82,6 +82,10 @@ var stateLetter = map[string]byte{"working": 'w', "retrying": 'r', "waiting": 'a
 // final state is.
 var stateRank = map[string]int{"stuck": 0, "uncertain": 1, "retrying": 2, "waiting": 3, "working": 4}
 
+// StateRank is where a session ending in state sorts, on the page and in
+// the summary: the worst state, stuck, is 0.
+func StateRank(state string) int { return stateRank[state] }
+
 // PageOf lays out a replay for the page.
 func PageOf(inputs []string, sum *Summary, res *Result) *Page {
 	return tallyOf(res, true).pageOf(inputs, sum)

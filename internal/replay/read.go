@@ -211,8 +211,12 @@ func (in *Input) addCalls(calls []TranscriptCall, name string) {
 	in.TranscriptCalls += int64(len(calls))
 	for i := range calls {
 		calls[i].order = len(in.Transcript)
-		if key := engineSession(&calls[i]); in.SessionFiles[key] == "" {
-			in.SessionFiles[key] = name
+		// The engine's key with the default config, and the session id,
+		// its key when session.keys reads it (config/replay.yaml).
+		for _, key := range [...]string{engineSession(&calls[i]), calls[i].Session} {
+			if in.SessionFiles[key] == "" {
+				in.SessionFiles[key] = name
+			}
 		}
 		if p := calls[i].ParentSession; p != "" {
 			if in.SessionParents == nil {

@@ -165,7 +165,10 @@ func readMessage(cfg *loopdetect.Config, sum *Summary) string {
 	var b strings.Builder
 	claude := int64(r.Files[FormatClaudeSession] + r.Files[FormatClaudeStreamJSON])
 	gemini := int64(r.Files[FormatGeminiSession])
-	transcripts := claude + gemini
+	codex := int64(r.Files[FormatCodexSession])
+	qwen := int64(r.Files[FormatQwenSession])
+	openCode := int64(r.Files[FormatOpenCodeExport])
+	transcripts := claude + gemini + codex + qwen + openCode
 	if transcripts == 0 || r.Spans+r.LogRecords > 0 {
 		fmt.Fprintf(&b, "read %s and %s", plural(r.Spans, "span"), plural(r.LogRecords, "log record"))
 		if transcripts > 0 {
@@ -181,6 +184,15 @@ func readMessage(cfg *loopdetect.Config, sum *Summary) string {
 		}
 		if gemini > 0 {
 			from = append(from, plural(gemini, "Gemini CLI session file"))
+		}
+		if codex > 0 {
+			from = append(from, plural(codex, "Codex CLI session file"))
+		}
+		if qwen > 0 {
+			from = append(from, plural(qwen, "Qwen Code session file"))
+		}
+		if openCode > 0 {
+			from = append(from, plural(openCode, "OpenCode session export"))
 		}
 		fmt.Fprintf(&b, "%s from %s", plural(r.TranscriptCalls, "tool call"), strings.Join(from, " and "))
 	}

@@ -69,7 +69,8 @@ type TranscriptCall struct {
 	Source string
 	// Client is "gemini_cli" for a Gemini CLI call, replayed as its
 	// tool_call span; empty for Claude Code's, replayed as its
-	// tool_result record. Status is Gemini CLI's status of the call.
+	// tool_result record. Status is Gemini CLI's status of the call, or
+	// how a Qwen Code call ended (its span's failure kind).
 	Client, Status string
 	// order breaks ties between calls of equal start: file, then line.
 	order int
@@ -381,15 +382,27 @@ var callRenderers = map[string]func(*TranscriptCall) Batch{
 	clientGemini: func(c *TranscriptCall) Batch {
 		return Batch{Signal: SignalTraces, Traces: geminiSpan(c), Source: c.Source}
 	},
+	clientCodex: func(c *TranscriptCall) Batch {
+		return Batch{Signal: SignalLogs, Logs: codexRecord(c), Source: c.Source}
+	},
+	clientQwen: func(c *TranscriptCall) Batch {
+		return Batch{Signal: SignalTraces, Traces: qwenSpan(c), Source: c.Source}
+	},
+	clientOpenCode: func(c *TranscriptCall) Batch {
+		return Batch{Signal: SignalTraces, Traces: openCodeSpan(c), Source: c.Source}
+	},
 }
 
-// transcriptRecord is c as Claude Code's telemetry logs it with
-// OTEL_LOG_TOOL_DETAILS=1 (tool_input), plus its result.
-func transcriptRecord(c *TranscriptCall) plog.Logs {
+// callRecord is the log record a replayed call c becomes, under the
+// resource of service (the CLI's service.name, and its version when the
+// file names one), stamped at the call's end; the caller fills its
+// attributes, duration_ms among them: it is how the record's reader finds
+// the call's start.
+func callRecord(c *TranscriptCall, service string) (plog.Logs, plog.LogRecord) {
 	ld := plog.NewLogs()
 	rl := ld.ResourceLogs().AppendEmpty()
 	res := rl.Resource().Attributes()
-	res.PutStr("service.name", "claude-code")
+	res.PutStr("service.name", service)
 	if c.Version != "" {
 		res.PutStr("service.version", c.Version)
 	}
@@ -399,6 +412,13 @@ func transcriptRecord(c *TranscriptCall) plog.Logs {
 	end := pcommon.NewTimestampFromTime(c.End)
 	lr.SetTimestamp(end)
 	lr.SetObservedTimestamp(end)
+	return ld, lr
+}
+
+// transcriptRecord is c as Claude Code's telemetry logs it with
+// OTEL_LOG_TOOL_DETAILS=1 (tool_input), plus its result.
+func transcriptRecord(c *TranscriptCall) plog.Logs {
+	ld, lr := callRecord(c, "claude-code")
 	lr.Body().SetStr("claude_code.tool_result")
 	m := lr.Attributes()
 	m.PutStr("event.name", "tool_result")
@@ -406,7 +426,6 @@ func transcriptRecord(c *TranscriptCall) plog.Logs {
 	m.PutStr("tool_name", c.Tool)
 	m.PutStr("tool_use_id", c.ID)
 	m.PutStr("tool_input", string(c.Input))
-	// duration_ms is how the record's reader finds the call's start.
 	m.PutStr("duration_ms", fmt.Sprint(c.End.Sub(c.Start).Milliseconds()))
 	if c.HasResult {
 		m.PutStr("success", fmt.Sprint(!c.IsError))

@@ -146,7 +146,8 @@ func TestTranscriptReplaysThroughTheProcessor(t *testing.T) {
 // replays as one record per call.
 func FuzzReadTranscript(f *testing.F) {
 	for _, s := range []string{sessionUse + "\n" + sessionResult, sessionFail, streamInit + "\n" + streamUse + "\n" + streamRes, `{"type":"x"}`, "{}",
-		geminiMeta + "\n" + geminiEarly + "\n" + geminiUse + "\n" + geminiSet + "\n" + geminiFail} {
+		geminiMeta + "\n" + geminiEarly + "\n" + geminiUse + "\n" + geminiSet + "\n" + geminiFail,
+		qwenPrompt + "\n" + qwenSystem + "\n" + qwenUse + "\n" + qwenResult + "\n" + qwenDenyUse + "\n" + qwenDeny} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

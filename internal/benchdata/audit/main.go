@@ -8,7 +8,8 @@
 // its own child would count the measuring program's memory too, since a
 // child started with vfork shares it until exec. A run is counted only
 // when loopreplay read what was written: every session, the files with a
-// shell's complaints read in part, none skipped.
+// shell's complaints read in part, none skipped, each read as the format
+// it was written in.
 //
 //	go run ./internal/benchdata/audit -loopreplay bin/loopreplay -testdata cmd/loopreplay/testdata -out BENCHMARKS-audit.md
 package main
@@ -184,27 +185,52 @@ func (h *history) run(bin string, n int, page bool) (run, error) {
 	if err := json.Unmarshal(b[i:], &r.sum); err != nil {
 		return run{}, fmt.Errorf("summary: %w", err)
 	}
+	if err := check(&r.sum, h.files[:n]); err != nil {
+		return run{}, err
+	}
+	return r, nil
+}
+
+// check says what a summary missed of the files given: a file skipped
+// or not read as the format it was written in, the noisy ones not read
+// in part, two copies' sessions merged into one.
+func check(sum *summary, given []sessions.File) error {
+	n, noisy := len(given), 0
+	kinds := map[string]int{}
+	for _, f := range given {
+		kinds[f.Kind.String()]++
+		if f.Noisy {
+			noisy++
+		}
+	}
 	files := 0
-	for _, v := range r.sum.Read.Files {
+	for _, v := range sum.Read.Files {
 		files += v
 	}
 	mains := 0
-	for _, s := range r.sum.Sessions {
+	for _, s := range sum.Sessions {
 		if s.ParentSession == "" {
 			mains++
 		}
 	}
 	switch {
-	case len(r.sum.Read.SkippedFiles) > 0:
-		return run{}, fmt.Errorf("%d files skipped: %s", len(r.sum.Read.SkippedFiles), r.sum.Message)
-	case len(r.sum.Read.ReadInPart) != noisy:
-		return run{}, fmt.Errorf("%d files read in part, want the %d written so", len(r.sum.Read.ReadInPart), noisy)
+	case len(sum.Read.SkippedFiles) > 0:
+		return fmt.Errorf("%d files skipped: %s", len(sum.Read.SkippedFiles), sum.Message)
+	case len(sum.Read.ReadInPart) != noisy:
+		return fmt.Errorf("%d files read in part, want the %d written so", len(sum.Read.ReadInPart), noisy)
 	case files < n:
-		return run{}, fmt.Errorf("read %d files of %d: %s", files, n, r.sum.Message)
+		return fmt.Errorf("read %d files of %d: %s", files, n, sum.Message)
 	case mains < n:
-		return run{}, fmt.Errorf("%d sessions of %d: %s", mains, n, r.sum.Message)
+		return fmt.Errorf("%d sessions of %d: %s", mains, n, sum.Message)
 	}
-	return r, nil
+	// Each file read as what it is (a Claude Code session's subagent
+	// transcripts count too).
+	for k := sessions.Kind(0); int(k) < len(sessions.DefaultMix); k++ {
+		if got, want := sum.Read.Files[k.String()], kinds[k.String()]; got < want {
+			return fmt.Errorf("read %d %s files of %d: %s", got, k, want, sum.Message)
+		}
+	}
+	return nil
 }
 
 // gnuTime runs a command and writes its peak RSS (KiB) and CPU time.
@@ -278,7 +304,7 @@ func report(h *history, audits []*audit, bin string) string {
 		parts = append(parts, fmt.Sprintf("%d %s", kinds[k], k))
 	}
 	w("%s files; %d stream-json outputs begin with a shell's complaints (as two of seven real ones did), which loopreplay reads from their first JSON line, saying so (exit 3).\n\n", strings.Join(parts, ", "), noisy)
-	w("**The audit**: `%s --summary FILE…` (and with `--html PAGE`), %d runs each, the first %d files and all %d. Every run was checked: every file read, every session listed, the noisy files read in part and none skipped. CPU time (user + system) and peak RSS are loopreplay's as GNU time reads them; files/s and MB/s are given per second of median wall time and, steadier on a shared machine, per second of median CPU time.\n\n",
+	w("**The audit**: `%s --summary FILE…` (and with `--html PAGE`), %d runs each, the first %d files and all %d. Every run was checked: every file read as what it is, every session listed, the noisy files read in part and none skipped. CPU time (user + system) and peak RSS are loopreplay's as GNU time reads them; files/s and MB/s are given per second of median wall time and, steadier on a shared machine, per second of median CPU time.\n\n",
 		filepath.Base(bin), len(all.runs), audits[0].files, all.files)
 	w("| audit | files | MB | wall (median) | files/s | MB/s | CPU (median) | files per CPU-s | MB per CPU-s | peak RSS (largest) |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, a := range audits {

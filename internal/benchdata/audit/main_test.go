@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -44,6 +45,41 @@ func TestReportSaysWhatWasMeasured(t *testing.T) {
 			require.NotContains(t, got, tc.not)
 			// Median wall 2 s and CPU 1 s; the largest RSS.
 			require.Contains(t, got, "| `--summary` | 10 | 10.0 | 2.00 s | 5 | 5.0 | 1.00 s | 10 | 10.0 | "+tc.peak+" |")
+		})
+	}
+}
+
+// TestCheckSaysWhatTheAuditMissed: a run counts only when every file
+// given was read as the format it was written in, every copy a session
+// of its own, the noisy files read in part and none skipped.
+func TestCheckSaysWhatTheAuditMissed(t *testing.T) {
+	given := []sessions.File{
+		{Kind: sessions.CodexSession}, {Kind: sessions.CodexSession},
+		{Kind: sessions.OpenCodeExport}, {Kind: sessions.StreamJSON, Noisy: true},
+	}
+	for _, tc := range []struct {
+		name, sum, want string
+	}{
+		{"all read", `{"read":{"files_by_format":{"codex_cli_session":2,"opencode_export":1,"claude_code_stream_json":1},"read_in_part":[{}]},
+			"sessions":[{},{},{},{}]}`, ""},
+		{"two copies merged", `{"message":"m","read":{"files_by_format":{"codex_cli_session":2,"opencode_export":1,"claude_code_stream_json":1},"read_in_part":[{}]},
+			"sessions":[{},{},{},{"parent_session":"s"}]}`, "3 sessions of 4: m"},
+		{"read as another format", `{"message":"m","read":{"files_by_format":{"codex_cli_session":2,"otlp_json":1,"claude_code_stream_json":1},"read_in_part":[{}]},
+			"sessions":[{},{},{},{}]}`, "read 0 opencode_export files of 1: m"},
+		{"a file skipped", `{"message":"m","read":{"files_by_format":{"codex_cli_session":1,"opencode_export":1,"claude_code_stream_json":1},"read_in_part":[{}],"skipped_files":[{}]},
+			"sessions":[{},{},{}]}`, "1 files skipped: m"},
+		{"the noisy file read whole", `{"read":{"files_by_format":{"codex_cli_session":2,"opencode_export":1,"claude_code_stream_json":1}},
+			"sessions":[{},{},{},{}]}`, "0 files read in part, want the 1 written so"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sum summary
+			require.NoError(t, json.Unmarshal([]byte(tc.sum), &sum))
+			err := check(&sum, given)
+			if tc.want == "" {
+				require.NoError(t, err)
+			} else {
+				require.EqualError(t, err, tc.want)
+			}
 		})
 	}
 }

@@ -96,11 +96,15 @@ func run(name string, args ...string) string {
 }
 
 // measuredCommit names the commit whose code was measured, "-dirty" when
-// the tree has changes other than the report itself: the BENCHMARKS.md an
-// earlier run left uncommitted changes no code.
-func measuredCommit(report string) string {
+// the tree has changes other than the report's files themselves: the
+// report an earlier run left uncommitted changes no code.
+func measuredCommit(report ...string) string {
 	c := run("git", "rev-parse", "--short=12", "HEAD")
-	if run("git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)"+report) != "" {
+	args := []string{"status", "--porcelain", "--untracked-files=no", "--", "."}
+	for _, r := range report {
+		args = append(args, ":(exclude)"+r)
+	}
+	if run("git", args...) != "" {
 		c += "-dirty"
 	}
 	return c
@@ -155,7 +159,8 @@ func e2eP99(table, rate string) (float64, bool) {
 func main() {
 	benchstat := flag.String("benchstat", ".tools/benchstat", "benchstat binary")
 	dir := flag.String("dir", ".bench", "directory with processor.txt, engine.txt, growth.txt, memory.txt and optionally e2e.txt, cpu-*.prof and the test binaries")
-	out := flag.String("out", "BENCHMARKS.md", "file to write")
+	out := flag.String("out", "docs/BENCHMARKS.md", "file to write")
+	summary := flag.String("summary", "BENCHMARKS.md", "file to write the report's summary to (its header and targets), beside the README")
 	changes := flag.String("changes", "", "optional: directory of before/after comparisons (<name>/before.txt, after.txt, notes.md)")
 	goCmd := flag.String("go", "go", "go command, for `go tool pprof` on the CPU profiles in -dir")
 	flag.Parse()
@@ -169,7 +174,7 @@ func main() {
 	rp.r = r
 	rp.e2e, _ = os.ReadFile(rp.path("e2e.txt"))
 
-	rp.header(*out)
+	rp.header(*out, *summary)
 	rp.targets()
 	rp.why()
 	writeProfiles(rp.w, r, *dir, *goCmd)
@@ -185,10 +190,24 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	if err := os.WriteFile(*out, []byte(rp.b.String()), 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, "report:", err)
-		os.Exit(1)
+	full := rp.b.String()
+	for _, f := range []struct{ path, text string }{{*out, full}, {*summary, summarize(full, *out)}} {
+		if err := os.WriteFile(f.path, []byte(f.text), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "report:", err)
+			os.Exit(1)
+		}
 	}
+}
+
+// summarize is the short form of the report full, for the repository's
+// root: its header and targets, then where the rest is (at path, relative
+// to the root). The whole report runs to thousands of lines of tables.
+func summarize(full, path string) string {
+	head, _, _ := strings.Cut(full, "\n### Why\n")
+	head = strings.Replace(head, "# Benchmarks\n", "# Benchmarks: the summary\n", 1)
+	return head + "\nWhy each figure is what it is, where the time goes, loop_detect side by side with " +
+		"the pass-through floor and groupbytrace, growth, memory, the end-to-end and audit figures and every " +
+		"change measured before → after: [" + path + "](" + path + ").\n"
 }
 
 // report is BENCHMARKS.md being written from the results of one run.
@@ -224,14 +243,14 @@ func (rp *report) rate(mix, pr string) float64 {
 }
 
 // header writes the title and the machine, commit and date of the run.
-func (rp *report) header(out string) {
+func (rp *report) header(out ...string) {
 	w := rp.w
 	w("# Benchmarks\n\n")
 	w("Written by `make bench` (`internal/benchdata/report`); the raw `go test -bench` output is in `.bench/`. ")
 	w("Figures are medians over the `-count` runs. Targets are the product's budgets (docs/design.md); they are reported against, not asserted in tests.\n\n")
 	w("| | |\n|---|---|\n")
 	w("| date | %s |\n", time.Now().UTC().Format(time.RFC3339))
-	w("| commit | %s |\n", measuredCommit(out))
+	w("| commit | %s |\n", measuredCommit(out...))
 	w("| machine | %s CPUs (nproc), %s |\n", run("nproc"), cpuModel())
 	w("| Go | %s %s/%s |\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	w("| throughput runs | `-cpu 1`: one P, so CPU time is one core's (groupbytrace's own goroutines share it) |\n\n")
@@ -413,7 +432,7 @@ func (rp *report) endToEnd() {
 // bench-audit measures and writes to a file of their own.
 func (rp *report) audit() {
 	rp.w("## Audit of past sessions\n\n")
-	rp.w("`make bench-audit` (`internal/benchdata/audit`, not part of this run) measures `loopreplay --summary` over 100 and 1,000 generated sessions of mixed CLIs (some 200 MB): files/s, MB/s and peak RSS, in [BENCHMARKS-audit.md](BENCHMARKS-audit.md), written by the run that measured them.\n\n")
+	rp.w("`make bench-audit` (`internal/benchdata/audit`, not part of this run) measures `loopreplay --summary` over 100 and 1,000 generated sessions of mixed CLIs (some 200 MB): files/s, MB/s and peak RSS, in [BENCHMARKS-audit.md](../BENCHMARKS-audit.md), written by the run that measured them.\n\n")
 }
 
 // bs runs benchstat with args and returns its output, or why it failed.

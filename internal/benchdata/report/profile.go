@@ -319,14 +319,14 @@ type profileRun struct {
 const feedLoop = "loopdetect_test.runProcessor.func1"
 
 // processorEntry is the loop_detect traces component's consume function:
-// processorhelper's wrapper (its accounting), the detector's walk
-// (loopdetect.(*side).process, generic over the signal) and the forward.
-const processorEntry = "processorhelper.NewTraces.func1"
+// the detector's walk (loopdetect.(*side).consume, generic over the
+// signal) and the forward.
+const processorEntry = "loopdetect.(*tracesComponent).ConsumeTraces"
 
 var (
 	toolStages = []stage{
-		{label: "canonical digest of the result (`engine.(*Normalizer).Result`)", funcs: []string{"engine.(*Normalizer).Result"}},
-		{label: "canonical digest of the arguments (`engine.(*Normalizer).Signature`)", funcs: []string{"engine.(*Normalizer).Signature"}},
+		{label: "canonical digest of the result (`canon.(*Normalizer).Result`)", funcs: []string{"canon.(*Normalizer).Result"}},
+		{label: "canonical digest of the arguments (`canon.(*Normalizer).Signature`)", funcs: []string{"canon.(*Normalizer).Signature"}},
 		{label: "the engine (`engine.(*Engine).Observe`: session, history, detectors)", funcs: []string{"engine.(*Engine).Observe"}},
 		{label: "attribute pass (`extract.newAttrs`: the span's attributes into the key slots)", funcs: []string{"extract.newAttrs"}},
 		{label: "rest of extraction (tool name, content look-ups and wrappers, failure, target, session, call id)", funcs: []string{
@@ -352,15 +352,15 @@ var (
 		{label: "declared-operation look-up (`pcommon.Map.Get`)", funcs: []string{"pcommon.Map.Get"}},
 	}
 	observeStages = []stage{
-		{label: "canonical digest of the 500-byte result (`engine.(*Normalizer).Result`)", funcs: []string{"engine.(*Normalizer).Result"}},
-		{label: "canonical digest of the 200-byte arguments (`engine.(*Normalizer).Signature`)", funcs: []string{"engine.(*Normalizer).Signature"}},
+		{label: "canonical digest of the 500-byte result (`canon.(*Normalizer).Result`)", funcs: []string{"canon.(*Normalizer).Result"}},
+		{label: "canonical digest of the 200-byte arguments (`canon.(*Normalizer).Signature`)", funcs: []string{"canon.(*Normalizer).Signature"}},
 		{label: "the detectors and state machine (`engine.(*Engine).evaluate`)", funcs: []string{"engine.(*Engine).evaluate"}},
 		{label: "rest of `engine.(*Engine).Observe` (shard and session look-up, dedup, history insert, locking)", funcs: []string{"engine.(*Engine).Observe"}},
 	}
 )
 
 const (
-	loopRest  = "the processor's own loop (pdata walk, verdict-event check, batch state), processorhelper's accounting and other"
+	loopRest  = "the processor's own loop (pdata walk, verdict-event check, batch state) and other"
 	floorRest = "the loop itself (pdata walk, the value's comparison, the next consumer) and other"
 )
 
@@ -382,8 +382,8 @@ var profiles = []profileRun{
 	},
 	{
 		title: "Canonicalization of dense 2 KiB search results", target: "canonicalization ≤ 0.6 ns per JSON byte",
-		bench: "BenchmarkCanonicalBytes/size=2KiB/api=result", unit: "ns/byte", prec: 3, bin: "engine.test", file: "cpu-canonical-2KiB.prof",
-		entry: entry{fn: "engine.(*Normalizer).Result"}, rest: "other",
+		bench: "BenchmarkCanonicalBytes/size=2KiB/api=result", unit: "ns/byte", prec: 3, bin: "canon.test", file: "cpu-canonical-2KiB.prof",
+		entry: entry{fn: "canon.(*Normalizer).Result"}, rest: "other",
 	},
 	{
 		title: "Non-tool span, session without tool calls (`mix=nontool`)", target: "non-tool span within 1.5× the pass-through floor",

@@ -1,9 +1,12 @@
 // Package sessions writes a history of agent sessions to audit: copies of
 // the sessions the real CLIs wrote in cmd/loopreplay/testdata (Claude Code
 // session transcripts with their subagents, `claude -p` stream-json
-// output, Gemini CLI session files, Claude Code's own OTLP export), each
-// copy a session of its own (every id made new) at its own time, laid out
-// as the CLIs keep them. loopreplay's audit benchmark (make bench-audit)
+// output, Gemini CLI session files, Claude Code's own OTLP export, Codex
+// CLI rollout files, Qwen Code session files and `opencode export`
+// documents), each copy a session of its own (every id made new: UUIDs,
+// OTLP trace and span ids, OpenCode's ses_, msg_ and prt_ ids) at its own
+// time (RFC 3339 timestamps, OTLP's Unix nanoseconds, OpenCode's Unix
+// milliseconds), laid out as the CLIs keep them. loopreplay's audit benchmark (make bench-audit)
 // and its streaming tests read them.
 package sessions
 
@@ -32,11 +35,15 @@ const (
 	StreamJSON
 	GeminiSession
 	OTLP
+	CodexSession
+	QwenSession
+	OpenCodeExport
 	kinds
 )
 
 func (k Kind) String() string {
-	return [...]string{"claude_code_session", "claude_code_stream_json", "gemini_cli_session", "otlp_json"}[k]
+	return [...]string{"claude_code_session", "claude_code_stream_json", "gemini_cli_session", "otlp_json",
+		"codex_cli_session", "qwen_code_session", "opencode_export"}[k]
 }
 
 // Options shape a history.
@@ -59,10 +66,13 @@ type Options struct {
 	NoisyEvery int
 }
 
-// DefaultMix writes, per 20 sessions, 5 Claude Code session transcripts,
-// 8 stream-json outputs, 5 Gemini CLI session files and 2 OTLP captures:
-// some 200 MB for 1,000 sessions (BENCHMARKS-audit.md has the size).
-var DefaultMix = [kinds]int{5, 8, 5, 2}
+// DefaultMix writes, per 20 sessions, 6 Claude Code session transcripts,
+// 5 stream-json outputs, 3 Gemini CLI session files, 1 OTLP capture, 2
+// Codex CLI rollout files, 2 Qwen Code session files and 1 OpenCode
+// export: some 200 MB for 1,000 sessions (BENCHMARKS-audit.md has the
+// size). The Claude Code transcripts, some 450 kB each with their
+// subagents', make up for the newer CLIs' sessions of 35 to 50 kB.
+var DefaultMix = [kinds]int{6, 5, 3, 1, 2, 2, 1}
 
 // ShellNoise is what bash prints when started without a terminal.
 const ShellNoise = "bash: cannot set terminal process group (-1): Inappropriate ioctl for device\nbash: no job control in this shell\n"
@@ -76,6 +86,8 @@ type File struct {
 	Bytes int64
 	// Noisy says it begins with ShellNoise.
 	Noisy bool
+	// From is the recorded file it is a copy of.
+	From string
 }
 
 // template is one recorded session: its files, relative to its base.
@@ -173,6 +185,16 @@ func templates(testdata string) ([kinds][]template, error) {
 	for _, s := range []string{"logs.jsonl", "logs-and-traces.jsonl"} {
 		t[OTLP] = append(t[OTLP], template{OTLP, filepath.Join(testdata, "claude-code"), []string{s}})
 	}
+	for k, pat := range map[Kind]string{
+		CodexSession:   filepath.Join(testdata, "codex-cli", "*", "rollout-*.jsonl"),
+		QwenSession:    filepath.Join(testdata, "qwen-code", "*", "*-*-*-*-*.jsonl"),
+		OpenCodeExport: filepath.Join(testdata, "opencode", "*", "ses_*.json"),
+	} {
+		m, _ := filepath.Glob(pat)
+		for _, s := range m {
+			t[k] = append(t[k], template{k, filepath.Dir(s), []string{filepath.Base(s)}})
+		}
+	}
 	for k := Kind(0); k < kinds; k++ {
 		if len(t[k]) == 0 {
 			return t, fmt.Errorf("sessions: no recorded %s under %s", k, testdata)
@@ -186,6 +208,13 @@ var (
 	timeRE  = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
 	nanosRE = regexp.MustCompile(`("(?:time|observedTime|startTime|endTime)UnixNano":")(\d+)"`)
 	idRE    = regexp.MustCompile(`("(?:traceId|spanId|parentSpanId)":")([0-9a-f]+)"`)
+	// OpenCode's ids: its session's (the key a replay reads it by), its
+	// messages' and its parts'; and its times, Unix milliseconds.
+	openCodeIDRE = regexp.MustCompile(`\b(?:ses|msg|prt)_[0-9A-Za-z]{20,}`)
+	millisRE     = regexp.MustCompile(`("(?:created|updated|completed|start|end)":\s*)(\d{13})\b`)
+	// Codex CLI's turn times, Unix seconds (no replay reads them; they
+	// move with the rest, and do not set the start).
+	secondsRE = regexp.MustCompile(`("(?:started_at|completed_at|create_time)":)(\d{10}(?:\.\d{1,9})?)\b`)
 )
 
 // copyOf makes the n-th session from a template: new ids, its own start.
@@ -212,9 +241,15 @@ func (c *copyOf) write(dir string, tpl template, noisy bool) (File, error) {
 	c.shift = c.start.Sub(first)
 	c.ids = map[string]string{}
 	main := c.rewrite(parsed[0])
-	// The session's id: a Claude Code transcript's file name, else the
-	// first id the file holds (Gemini CLI's sessionId comes first).
-	id := c.id(uuidRE.FindString(tpl.files[0] + " " + parsed[0].firstID))
+	// The session's id: a Claude Code, Codex CLI or Qwen Code session's
+	// file name, else the first id the file holds (Gemini CLI's sessionId
+	// comes first); an OpenCode export's ses_ id.
+	var id string
+	if tpl.kind == OpenCodeExport {
+		id = c.openCodeID(strings.TrimSuffix(tpl.files[0], ".json"))
+	} else {
+		id = c.id(uuidRE.FindString(tpl.files[0] + " " + parsed[0].firstID))
+	}
 	var path string
 	switch tpl.kind {
 	case ClaudeSession:
@@ -226,11 +261,18 @@ func (c *copyOf) write(dir string, tpl template, noisy bool) (File, error) {
 			fmt.Sprintf("session-%s-%s.jsonl", c.start.Format("2006-01-02T15-04"), id[:8]))
 	case OTLP:
 		path = filepath.Join(dir, "otlp", fmt.Sprintf("capture-%04d.jsonl", c.n))
+	case CodexSession:
+		path = filepath.Join(dir, "codex", "sessions", c.start.Format("2006/01/02"),
+			fmt.Sprintf("rollout-%s-%s.jsonl", c.start.Format("2006-01-02T15-04-05"), id))
+	case QwenSession:
+		path = filepath.Join(dir, "qwen", "projects", fmt.Sprintf("-home-dev-project-%02d", c.n%10), "chats", id+".jsonl")
+	case OpenCodeExport:
+		path = filepath.Join(dir, "opencode", id+".json")
 	}
 	if noisy {
 		main = append([]byte(ShellNoise), main...)
 	}
-	f := File{Path: path, Kind: tpl.kind, Noisy: noisy}
+	f := File{Path: path, Kind: tpl.kind, Noisy: noisy, From: filepath.Join(tpl.base, tpl.files[0])}
 	if err := writeFile(path, main); err != nil {
 		return f, err
 	}
@@ -262,11 +304,14 @@ type parsedFile struct {
 type piece struct {
 	lit  []byte
 	kind pieceKind
-	// val is the value as recorded; at its time (layout: its format).
-	val    string
-	at     time.Time
-	layout string
-	nanos  int64
+	// val is the value as recorded; at its time (layout: its format);
+	// nanos a Unix time's, in nanoseconds (decimals: a time in seconds'
+	// digits after the point).
+	val      string
+	at       time.Time
+	layout   string
+	nanos    int64
+	decimals int
 }
 
 type pieceKind uint8
@@ -276,6 +321,9 @@ const (
 	pieceHexID
 	pieceTime
 	pieceNanos
+	pieceMillis
+	pieceSeconds
+	pieceOpenCodeID
 )
 
 var parsedFiles = map[string]*parsedFile{}
@@ -289,10 +337,46 @@ func parse(path string) (*parsedFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	type match struct {
-		from, to int
-		p        piece
+	ms := matches(b)
+	sort.Slice(ms, func(i, j int) bool { return ms[i].from < ms[j].from })
+	p := &parsedFile{size: len(b)}
+	at := 0
+	for _, m := range ms {
+		if m.from < at {
+			continue // inside a value already cut
+		}
+		m.p.lit = b[at:m.from]
+		at = m.to
+		p.pieces = append(p.pieces, m.p)
+		var t time.Time
+		switch m.p.kind {
+		case pieceTime:
+			t = m.p.at
+		case pieceNanos, pieceMillis:
+			t = time.Unix(0, m.p.nanos).UTC()
+		case pieceUUID:
+			if p.firstID == "" {
+				p.firstID = m.p.val
+			}
+		}
+		if !t.IsZero() && (p.first.IsZero() || t.Before(p.first)) {
+			p.first = t
+		}
 	}
+	p.tail = b[at:]
+	parsedFiles[path] = p
+	return p, nil
+}
+
+// match is a value a copy rewrites, at b[from:to] of its file.
+type match struct {
+	from, to int
+	p        piece
+}
+
+// matches are the values of b a copy rewrites, in no order, some inside
+// others.
+func matches(b []byte) []match {
 	var ms []match
 	for _, m := range uuidRE.FindAllIndex(b, -1) {
 		ms = append(ms, match{m[0], m[1], piece{kind: pieceUUID, val: string(b[m[0]:m[1]])}})
@@ -319,34 +403,25 @@ func parse(path string) (*parsedFile, error) {
 		}
 		ms = append(ms, match{m[4], m[5], piece{kind: pieceNanos, nanos: v}})
 	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].from < ms[j].from })
-	p := &parsedFile{size: len(b)}
-	at := 0
-	for _, m := range ms {
-		if m.from < at {
-			continue // inside a value already cut
-		}
-		m.p.lit = b[at:m.from]
-		at = m.to
-		p.pieces = append(p.pieces, m.p)
-		var t time.Time
-		switch m.p.kind {
-		case pieceTime:
-			t = m.p.at
-		case pieceNanos:
-			t = time.Unix(0, m.p.nanos).UTC()
-		case pieceUUID:
-			if p.firstID == "" {
-				p.firstID = m.p.val
-			}
-		}
-		if !t.IsZero() && (p.first.IsZero() || t.Before(p.first)) {
-			p.first = t
-		}
+	for _, m := range openCodeIDRE.FindAllIndex(b, -1) {
+		ms = append(ms, match{m[0], m[1], piece{kind: pieceOpenCodeID, val: string(b[m[0]:m[1]])}})
 	}
-	p.tail = b[at:]
-	parsedFiles[path] = p
-	return p, nil
+	for _, m := range millisRE.FindAllSubmatchIndex(b, -1) {
+		v, err := strconv.ParseInt(string(b[m[4]:m[5]]), 10, 64)
+		if err != nil || v <= 0 {
+			continue
+		}
+		ms = append(ms, match{m[4], m[5], piece{kind: pieceMillis, nanos: v * int64(time.Millisecond)}})
+	}
+	for _, m := range secondsRE.FindAllSubmatchIndex(b, -1) {
+		sec, frac, _ := strings.Cut(string(b[m[4]:m[5]]), ".")
+		v, err := strconv.ParseInt(sec+frac+strings.Repeat("0", 9-len(frac)), 10, 64)
+		if err != nil || v <= 0 {
+			continue
+		}
+		ms = append(ms, match{m[4], m[5], piece{kind: pieceSeconds, nanos: v, decimals: len(frac)}})
+	}
+	return ms
 }
 
 // rewrite gives a recorded file this copy's ids and times.
@@ -365,6 +440,17 @@ func (c *copyOf) rewrite(p *parsedFile) []byte {
 			out = pc.at.Add(c.shift).UTC().AppendFormat(out, pc.layout)
 		case pieceNanos:
 			out = strconv.AppendInt(out, pc.nanos+int64(c.shift), 10)
+		case pieceMillis:
+			out = strconv.AppendInt(out, (pc.nanos+int64(c.shift))/int64(time.Millisecond), 10)
+		case pieceSeconds:
+			v := pc.nanos + int64(c.shift)
+			out = strconv.AppendInt(out, v/int64(time.Second), 10)
+			if pc.decimals > 0 {
+				frac := fmt.Sprintf("%09d", v%int64(time.Second))
+				out = append(append(out, '.'), frac[:pc.decimals]...)
+			}
+		case pieceOpenCodeID:
+			out = append(out, c.openCodeID(pc.val)...)
 		}
 	}
 	return append(out, p.tail...)
@@ -382,12 +468,34 @@ func (c *copyOf) id(uuid string) string {
 	return v
 }
 
+// openCodeID is the copy's OpenCode id for a template's: its prefix (ses_,
+// msg_, prt_), then as many characters, hex for the 12 OpenCode makes of
+// the time, base 62 for the random rest.
+func (c *copyOf) openCodeID(id string) string {
+	if v, ok := c.ids[id]; ok {
+		return v
+	}
+	const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	h := c.hash(id)
+	prefix, rest, _ := strings.Cut(id, "_")
+	b := []byte(prefix + "_")
+	for i := range len(rest) {
+		if i < 12 {
+			b = append(b, "0123456789abcdef"[h[i%32]&15])
+		} else {
+			b = append(b, base62[int(h[i%32])%62])
+		}
+	}
+	c.ids[id] = string(b)
+	return string(b)
+}
+
 func (c *copyOf) hash(s string) [32]byte {
 	return sha256.Sum256([]byte(strconv.Itoa(c.n) + "\x00" + s))
 }
 
-// earliest is the earliest time a template holds: an RFC 3339 timestamp
-// or an OTLP Unix-nanosecond one.
+// earliest is the earliest time a template holds: an RFC 3339 timestamp,
+// an OTLP Unix-nanosecond one or an OpenCode Unix-millisecond one.
 func earliest(b []byte) (time.Time, bool) {
 	var first time.Time
 	for _, m := range timeRE.FindAll(b, -1) {
@@ -398,6 +506,13 @@ func earliest(b []byte) (time.Time, bool) {
 	for _, m := range nanosRE.FindAllSubmatch(b, -1) {
 		if v, err := strconv.ParseInt(string(m[2]), 10, 64); err == nil && v > 0 {
 			if t := time.Unix(0, v).UTC(); first.IsZero() || t.Before(first) {
+				first = t
+			}
+		}
+	}
+	for _, m := range millisRE.FindAllSubmatch(b, -1) {
+		if v, err := strconv.ParseInt(string(m[2]), 10, 64); err == nil && v > 0 {
+			if t := time.UnixMilli(v).UTC(); first.IsZero() || t.Before(first) {
 				first = t
 			}
 		}
