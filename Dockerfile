@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 #
 # The otelcol-loop images for people who build with docker. `make image`
-# builds the same images without a daemon (internal/imagebuild); a test
+# builds the same images without a daemon (internal/devtools); a test
 # there keeps this file in step with it: user, entrypoint, command, ports,
 # file paths and go build flags.
 #
@@ -18,7 +18,7 @@ ARG GO_VERSION=1.26
 FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS base
 WORKDIR /src
 COPY . .
-RUN go run ./internal/imagebuild/cmd/imagebuild -rootfs /rootfs && mkdir -p /empty
+RUN cd internal/devtools && go run ./cmd/imagebuild -rootfs /rootfs && mkdir -p /empty
 
 # Static binaries, cross-compiled on the building machine's platform.
 FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build-otelcol-loop

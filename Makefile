@@ -77,6 +77,10 @@ test-unit:
 	# decode_guard is a module of its own (both distributions use it; its
 	# requirements are the gateway's older release): ./... skips it.
 	cd extension/decodeguard && $(GO) vet ./... && $(GO) test -count=1 ./...
+	# The image build and the page's browser tests are a module of their own
+	# (internal/devtools), so that their requirements (go-containerregistry,
+	# chromedp) are none of the component's: ./... skips it too.
+	cd internal/devtools && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 # Both ocb versions are needed by the regeneration checks in ./config (each
 # skipped only when its builder is absent: .tools/builder for cmd/otelcol-loop,
@@ -111,9 +115,10 @@ gateway:
 test-scaleout: build-distribution gateway
 	OTELCOL_LOOP_BIN=$(OTELCOL) OTELCOL_LOOP_GATEWAY_BIN=$(GATEWAY) $(GO) test -count=1 -v ./internal/scaleout/
 
-# Benchmarks (BENCHMARKS.md): raw output in .bench/, all of it in bench.txt, the
-# benchstat tables on stdout and BENCHMARKS.md written from them (machine,
-# commit, date, targets met or not, where the time goes, ratios). Throughput
+# Benchmarks (docs/BENCHMARKS.md, summarised in BENCHMARKS.md): raw output in
+# .bench/, all of it in bench.txt, the benchstat tables on stdout and the
+# report written from them (machine, commit, date, targets met or not, where
+# the time goes, ratios). Throughput
 # runs use -cpu 1 so CPU time is one core's. About 9 minutes on 2 cores, 75 s
 # of it the CPU profiles (below). BENCH_E2E=1 also builds the distribution
 # and runs it end to end under loopagent --load at 10,000 and 50,000 spans/s
@@ -129,7 +134,7 @@ BENCH_BATCHES ?= 2000x
 BENCH_BATCHES_NONTOOL ?= 20000x
 BENCH_DIR := .bench
 BENCH_CHANGES := internal/benchdata/changes
-# CPU profiles for BENCHMARKS.md's "Where the time goes": one -count 1 run
+# CPU profiles for docs/BENCHMARKS.md's "Where the time goes": one -count 1 run
 # per profiled benchmark after the measured ones, each long enough for about
 # 200-1,000 samples (100 a second) inside the measured entry point (a
 # processor run spends a third to three quarters of its time outside it,
@@ -143,8 +148,8 @@ BENCH_PROF_FLOOR ?= 1500000x
 BENCH_PROF_OBSERVE ?= 6000000x
 BENCH_PROF_CANONICAL ?= 3000000x
 # $(call bench_profile,<binary>,<package dir>,<-bench>,<-benchtime>,<profile>[,<-skip>]):
-# run from the package's directory, as go test does (the engine benchmarks
-# read testdata by relative path).
+# run from the package's directory, as go test does (the canonicalizer's
+# benchmarks read testdata by relative path).
 bench_profile = ( cd $(2) && $(CURDIR)/$(BENCH_DIR)/$(1) -test.run '^$$' -test.bench '$(3)' $(if $(6),-test.skip '$(6)') \
 	-test.benchmem -test.cpu 1 -test.count 1 -test.benchtime $(4) -test.cpuprofile $(CURDIR)/$(BENCH_DIR)/$(5) )
 bench: $(BENCHSTAT)
@@ -152,33 +157,35 @@ bench: $(BENCHSTAT)
 	set -o pipefail; ( $(GO) test -run '^$$' -bench '^BenchmarkProcessor$$/^mix=(realistic|tools|tools-fresh)$$' -benchmem -cpu 1 -count $(BENCH_COUNT) -benchtime $(BENCH_BATCHES) ./processor/loopdetect/ && \
 		$(GO) test -run '^$$' -bench '^BenchmarkProcessor$$/^mix=(nontool|nontool-tracked)$$' -benchmem -cpu 1 -count $(BENCH_COUNT) -benchtime $(BENCH_BATCHES_NONTOOL) ./processor/loopdetect/ && \
 		$(GO) test -run '^$$' -bench '^BenchmarkSpan$$' -benchmem -cpu 1 -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) ./processor/loopdetect/ ) | tee $(BENCH_DIR)/processor.txt
-	set -o pipefail; $(GO) test -run '^$$' -bench '^Benchmark(Observe|Canonical|CanonicalBytes)$$' -benchmem -cpu 1 -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) ./processor/loopdetect/engine/ | tee $(BENCH_DIR)/engine.txt
+	set -o pipefail; ( $(GO) test -run '^$$' -bench '^BenchmarkObserve$$' -benchmem -cpu 1 -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) ./processor/loopdetect/engine/ && \
+		$(GO) test -run '^$$' -bench '^Benchmark(Canonical|CanonicalBytes)$$' -benchmem -cpu 1 -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) ./processor/loopdetect/canon/ ) | tee $(BENCH_DIR)/engine.txt
 	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkGrowth$$' -benchmem -cpu 1 -count 3 -benchtime $(BENCH_TIME) ./processor/loopdetect/engine/ | tee $(BENCH_DIR)/growth.txt
 	set -o pipefail; ( $(GO) test -run '^$$' -bench '^BenchmarkSessionBytes$$' -benchtime 1x -count 3 ./processor/loopdetect/engine/ && \
 		$(GO) test -run '^$$' -bench '^BenchmarkLoopTrace1M$$' -benchtime 1x -count 1 ./processor/loopdetect/ ) | tee $(BENCH_DIR)/memory.txt
 	$(GO) test -c -trimpath -o $(BENCH_DIR)/loopdetect.test ./processor/loopdetect/
 	$(GO) test -c -trimpath -o $(BENCH_DIR)/engine.test ./processor/loopdetect/engine/
+	$(GO) test -c -trimpath -o $(BENCH_DIR)/canon.test ./processor/loopdetect/canon/
 	set -o pipefail; ( $(call bench_profile,loopdetect.test,processor/loopdetect,^BenchmarkProcessor$$/^mix=tools$$/^proc=loop_detect$$,$(BENCH_PROF_TOOLS),cpu-tools.prof) && \
 		$(call bench_profile,loopdetect.test,processor/loopdetect,^BenchmarkProcessor$$/^mix=nontool$$/^proc=loop_detect$$,$(BENCH_PROF_NONTOOL),cpu-nontool.prof) && \
 		$(call bench_profile,loopdetect.test,processor/loopdetect,^BenchmarkProcessor$$/^mix=nontool$$/^proc=floor$$,$(BENCH_PROF_FLOOR),cpu-nontool-floor.prof) && \
 		$(call bench_profile,loopdetect.test,processor/loopdetect,^BenchmarkProcessor$$/^mix=nontool-tracked$$/^proc=loop_detect$$,$(BENCH_PROF_TRACKED),cpu-nontool-tracked.prof) && \
 		$(call bench_profile,loopdetect.test,processor/loopdetect,^BenchmarkProcessor$$/^mix=nontool-tracked$$/^proc=floor$$,$(BENCH_PROF_FLOOR),cpu-nontool-tracked-floor.prof) && \
 		$(call bench_profile,engine.test,processor/loopdetect/engine,^BenchmarkObserve$$/^canon=on$$,$(BENCH_PROF_OBSERVE),cpu-observe.prof,^BenchmarkObserve$$/^canon=on$$/^loop=stuck$$) && \
-		$(call bench_profile,engine.test,processor/loopdetect/engine,^BenchmarkCanonicalBytes$$/^size=2KiB$$/^api=result$$,$(BENCH_PROF_CANONICAL),cpu-canonical-2KiB.prof) ) | tee $(BENCH_DIR)/profiles.txt
+		$(call bench_profile,canon.test,processor/loopdetect/canon,^BenchmarkCanonicalBytes$$/^size=2KiB$$/^api=result$$,$(BENCH_PROF_CANONICAL),cpu-canonical-2KiB.prof) ) | tee $(BENCH_DIR)/profiles.txt
 	$(MAKE) --no-print-directory bench-instructions
 	$(if $(BENCH_E2E),$(MAKE) build-distribution binaries && $(GO) run ./internal/benchdata/e2e -otelcol $(OTELCOL) -agent $(BIN)/loopagent -out $(BENCH_DIR)/e2e.txt)
 	cat $(BENCH_DIR)/processor.txt $(BENCH_DIR)/engine.txt $(BENCH_DIR)/growth.txt $(BENCH_DIR)/memory.txt > bench.txt
 	$(BENCHSTAT) bench.txt
-	$(GO) run ./internal/benchdata/report -benchstat $(BENCHSTAT) -go $(GO) -dir $(BENCH_DIR) -out BENCHMARKS.md -changes $(BENCH_CHANGES)
-	@echo "wrote BENCHMARKS.md"
+	$(GO) run ./internal/benchdata/report -benchstat $(BENCHSTAT) -go $(GO) -dir $(BENCH_DIR) -out docs/BENCHMARKS.md -summary BENCHMARKS.md -changes $(BENCH_CHANGES)
+	@echo "wrote docs/BENCHMARKS.md and its summary, BENCHMARKS.md"
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzCanonicalArgs -fuzztime $(FUZZTIME) ./processor/loopdetect/engine/
-	$(GO) test -run '^$$' -fuzz FuzzNormalizeResult -fuzztime $(FUZZTIME) ./processor/loopdetect/engine/
-	$(GO) test -run '^$$' -fuzz FuzzCanonicalMatchesReencoding -fuzztime $(FUZZTIME) ./processor/loopdetect/engine/
-	$(GO) test -run '^$$' -fuzz FuzzCanonicalMatchesReference -fuzztime $(FUZZTIME) ./processor/loopdetect/engine/
-	$(GO) test -run '^$$' -fuzz FuzzLongValueMatchesReference -fuzztime $(FUZZTIME) ./processor/loopdetect/engine/
-	$(GO) test -run '^$$' -fuzz FuzzMaskedHashMatchesReference -fuzztime $(FUZZTIME) ./processor/loopdetect/engine/
+	$(GO) test -run '^$$' -fuzz FuzzCanonicalArgs -fuzztime $(FUZZTIME) ./processor/loopdetect/canon/
+	$(GO) test -run '^$$' -fuzz FuzzNormalizeResult -fuzztime $(FUZZTIME) ./processor/loopdetect/canon/
+	$(GO) test -run '^$$' -fuzz FuzzCanonicalMatchesReencoding -fuzztime $(FUZZTIME) ./processor/loopdetect/canon/
+	$(GO) test -run '^$$' -fuzz FuzzCanonicalMatchesReference -fuzztime $(FUZZTIME) ./processor/loopdetect/canon/
+	$(GO) test -run '^$$' -fuzz FuzzLongValueMatchesReference -fuzztime $(FUZZTIME) ./processor/loopdetect/canon/
+	$(GO) test -run '^$$' -fuzz FuzzMaskedHashMatchesReference -fuzztime $(FUZZTIME) ./processor/loopdetect/canon/
 	$(GO) test -run '^$$' -fuzz FuzzVerifyAndParse -fuzztime $(FUZZTIME) ./cmd/loopsupervisor/internal/webhook/
 
 # The whole story on this machine, loopback only: otelcol-loop (config/demo.yaml),
@@ -209,7 +216,8 @@ bench-instructions:
 	cd processor/loopdetect/engine; \
 	echo "observe-canon $$($(CURDIR)/scripts/bench-instructions.sh $(CURDIR)/$(BENCH_DIR)/engine.test '^BenchmarkObserve$$/^canon=on$$' 20000 -test.skip '^BenchmarkObserve$$/^canon=on$$/^loop=stuck$$')" >> $$out.tmp; \
 	echo "observe-nocanon $$($(CURDIR)/scripts/bench-instructions.sh $(CURDIR)/$(BENCH_DIR)/engine.test '^BenchmarkObserve$$/^canon=off$$' 20000)" >> $$out.tmp; \
-	echo "canonical-2KiB $$($(CURDIR)/scripts/bench-instructions.sh $(CURDIR)/$(BENCH_DIR)/engine.test '^BenchmarkCanonicalBytes$$/^size=2KiB$$/^api=result$$' 20000)" >> $$out.tmp; \
+	cd ../canon; \
+	echo "canonical-2KiB $$($(CURDIR)/scripts/bench-instructions.sh $(CURDIR)/$(BENCH_DIR)/canon.test '^BenchmarkCanonicalBytes$$/^size=2KiB$$/^api=result$$' 20000)" >> $$out.tmp; \
 	cd ..; for mp in $(INSTR_PROC); do \
 		echo "processor/$$mp $$($(CURDIR)/scripts/bench-instructions.sh $(CURDIR)/$(BENCH_DIR)/loopdetect.test "^BenchmarkProcessor\$$/^mix=$${mp%/*}\$$/^proc=$${mp#*/}\$$" 2000)" >> $$out.tmp; done; \
 	mv $$out.tmp $$out; cat $$out
@@ -218,7 +226,7 @@ bench-instructions:
 # 1,000 generated sessions of mixed CLIs (some 200 MB), `loopreplay
 # --summary` (and with --html) over the first 100 and all 1,000, three runs
 # each: files/s, MB/s and peak RSS (GNU time, Debian package time) written
-# to BENCHMARKS-audit.md, which BENCHMARKS.md links. Not part of make test
+# to BENCHMARKS-audit.md, which docs/BENCHMARKS.md links. Not part of make test
 # or make bench; a few minutes on 2 cores.
 .PHONY: bench-audit
 bench-audit:
@@ -235,4 +243,4 @@ bench-stageone:
 	@mkdir -p $(BENCH_DIR)
 	set -o pipefail; ( $(GO) test -run '^$$' -bench '^BenchmarkStageOne$$' -cpu 1 -count $(BENCH_COUNT) ./internal/benchdata/stageone/ && \
 		GOEXPERIMENT=simd $(GO) test -run '^$$' -bench '^BenchmarkStageOne$$/^form=simd$$' -cpu 1 -count $(BENCH_COUNT) ./internal/benchdata/stageone/ && \
-		$(GO) test -run '^$$' -bench '^BenchmarkCanonicalBytes$$/^size=2KiB$$' -cpu 1 -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) ./processor/loopdetect/engine/ ) | tee $(BENCH_DIR)/stageone.txt
+		$(GO) test -run '^$$' -bench '^BenchmarkCanonicalBytes$$/^size=2KiB$$' -cpu 1 -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) ./processor/loopdetect/canon/ ) | tee $(BENCH_DIR)/stageone.txt

@@ -12,9 +12,10 @@ chromium:
 # Runs only the page tests. With LOOPREPLAY_CHROMIUM set they fail, not
 # skip, when the browser cannot start.
 test-browser: chromium
-	LOOPREPLAY_CHROMIUM=$(CHROMIUM) $(GO) test -count=1 -run 'TestPage' ./internal/replay/
+	$(GO) test -count=1 -run 'TestPage' ./internal/replay/
+	cd internal/devtools && LOOPREPLAY_CHROMIUM=$(CHROMIUM) $(GO) test -count=1 ./pagebrowser/
 
-# `make test` runs the page tests inside test-unit (go test ./...), with the
+# `make test` runs the page tests inside test-unit (internal/devtools), with the
 # browser installed first and required.
 test-unit: chromium
 test-unit: export LOOPREPLAY_CHROMIUM ?= $(CHROMIUM)
@@ -22,4 +23,4 @@ test-unit: export LOOPREPLAY_CHROMIUM ?= $(CHROMIUM)
 # Rewrites docs/loopreplay-bash-loop.png, the README's picture of the 1,972-call incident's replay page.
 .PHONY: screenshot
 screenshot: chromium
-	LOOPREPLAY_CHROMIUM=$(CHROMIUM) $(GO) test -count=1 -run 'TestPageInBrowser/screenshot' ./internal/replay/ -args -screenshot $(CURDIR)/docs/loopreplay-bash-loop.png
+	cd internal/devtools && LOOPREPLAY_CHROMIUM=$(CHROMIUM) $(GO) test -count=1 -run 'TestPageInBrowser/screenshot' ./pagebrowser/ -args -screenshot $(CURDIR)/docs/loopreplay-bash-loop.png

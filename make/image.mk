@@ -1,4 +1,5 @@
-# Container images without a daemon (internal/imagebuild): otelcol-loop and
+# Container images without a daemon (internal/devtools/ociimage, from the
+# declarations in internal/imagebuild): otelcol-loop and
 # otelcol-loop-gateway for linux/amd64 and linux/arm64, one OCI image index
 # each, under _build/ (oci/<image>/ layouts, docker/<image>-linux-<arch>.tar
 # for `docker load`, images.json with the digests). The same commit gives the
@@ -10,9 +11,9 @@ IMAGE_REPOSITORY ?= ghcr.io/otelcol-loop
 .PHONY: image test-image deploy-generate
 
 image:
-	$(GO) run ./internal/imagebuild/cmd/imagebuild -root $(CURDIR) -out $(IMAGE_OUT) -repository $(IMAGE_REPOSITORY)
+	cd internal/devtools && $(GO) run ./cmd/imagebuild -root $(CURDIR) -out $(IMAGE_OUT) -repository $(IMAGE_REPOSITORY)
 
-# The image checks (internal/imagebuild) run in test-unit's `go test ./...`
+# The image checks (internal/devtools/ociimage) run in test-unit's devtools step
 # and read the images `make image` just built instead of cross-compiling
 # their own; only the reproducibility check builds a second time (warm: the
 # links) and compares digests.
@@ -21,7 +22,8 @@ test-unit: export OTELCOL_LOOP_IMAGES ?= $(IMAGE_OUT)
 
 # Only the image checks, verbose.
 test-image: image
-	OTELCOL_LOOP_IMAGES=$(IMAGE_OUT) $(GO) test -count=1 -v ./internal/imagebuild/...
+	$(GO) test -count=1 -v ./internal/imagebuild/
+	cd internal/devtools && OTELCOL_LOOP_IMAGES=$(IMAGE_OUT) $(GO) test -count=1 -v ./ociimage/
 
 # bin/otelcol-loop and bin/otelcol-loop-gateway (which test-unit builds for
 # the other process-level tests) are built static too, so their compiled

@@ -10,6 +10,7 @@ $(GOLANGCI_LINT):
 .PHONY: lint gofmt-check
 lint: $(GOLANGCI_LINT) gofmt-check
 	$(GOLANGCI_LINT) run ./...
+	cd internal/devtools && $(GOLANGCI_LINT) run ./...
 
 # gofmt over everything except the ocb-generated distributions (nested
 # modules golangci-lint does not see).

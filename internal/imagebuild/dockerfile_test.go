@@ -160,7 +160,7 @@ func TestDockerfileMatchesImageBuild(t *testing.T) {
 	stages := parseDockerfile(t, filepath.Join(root, "Dockerfile"))
 	base, ok := stages["base"]
 	if !ok || !slices.ContainsFunc(base.all("RUN"), func(r string) bool {
-		return strings.Contains(r, "go run ./internal/imagebuild/cmd/imagebuild -rootfs /rootfs")
+		return strings.Contains(r, "cd internal/devtools && go run ./cmd/imagebuild -rootfs /rootfs")
 	}) {
 		t.Fatalf("no stage base writing /rootfs with imagebuild -rootfs")
 	}

@@ -1,10 +1,11 @@
-// Package imagebuild builds the OCI images of otelcol-loop and
-// otelcol-loop-gateway without a container daemon: static binaries
-// cross-compiled for linux/amd64 and linux/arm64, put on a scratch base with
+// Package imagebuild declares the OCI images of otelcol-loop and
+// otelcol-loop-gateway and builds what goes in them without a container
+// daemon: static binaries cross-compiled for linux/amd64 and linux/arm64,
 // CA certificates, a passwd entry for the non-root user and the default
-// configuration, assembled with go-containerregistry into one image index per
-// distribution. Every timestamp comes from the commit time, so one commit
-// built twice gives the same digests.
+// configuration, as tar layers. internal/devtools/ociimage assembles them
+// into one image index per distribution (with go-containerregistry, a
+// requirement of that module only). Every timestamp comes from the commit
+// time, so one commit built twice gives the same digests.
 //
 // The values the images declare (user, entrypoint, configuration path,
 // ports) are defined here once; the Dockerfile at the repository root
@@ -162,3 +163,16 @@ func (im Image) ReadDist(root string) (Dist, error) {
 	}
 	return m.Dist, nil
 }
+
+// OCI annotation and label keys the images carry.
+const (
+	LabelSource      = "org.opencontainers.image.source"
+	LabelVersion     = "org.opencontainers.image.version"
+	LabelRevision    = "org.opencontainers.image.revision"
+	LabelCreated     = "org.opencontainers.image.created"
+	LabelTitle       = "org.opencontainers.image.title"
+	LabelDescription = "org.opencontainers.image.description"
+	LabelLicenses    = "org.opencontainers.image.licenses"
+	// RefName names an image index inside an OCI layout's index.json.
+	RefName = "org.opencontainers.image.ref.name"
+)

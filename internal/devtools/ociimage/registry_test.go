@@ -1,4 +1,4 @@
-package imagebuild_test
+package ociimage_test
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/otelcol-loop/otelcol-loop/internal/imagebuild"
+	"github.com/otelcol-loop/otelcol-loop/internal/devtools/ociimage"
 )
 
 // TestRegistryRoundTripByDigest: each index pushed to an in-process
@@ -114,7 +114,7 @@ func sameBytes(t *testing.T, what string, built, pulled func() ([]byte, error)) 
 func TestSameCommitSameDigest(t *testing.T) {
 	root, rev, first := images(t)
 	out := t.TempDir()
-	second, err := imagebuild.Build(context.Background(), imagebuild.Options{Root: root, Out: out, Revision: rev, Logf: t.Logf})
+	second, err := ociimage.Build(context.Background(), ociimage.Options{Root: root, Out: out, Revision: rev, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}

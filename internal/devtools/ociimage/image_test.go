@@ -1,4 +1,4 @@
-package imagebuild_test
+package ociimage_test
 
 import (
 	"bytes"
@@ -17,12 +17,13 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/otelcol-loop/otelcol-loop/internal/devtools/ociimage"
 	"github.com/otelcol-loop/otelcol-loop/internal/imagebuild"
 )
 
 // wantLabels are the labels and annotations every image of b must carry:
 // source, the ocb manifest's version, the commit and its time.
-func wantLabels(t *testing.T, root string, rev imagebuild.Revision, name string) map[string]string {
+func wantLabels(t *testing.T, root string, rev ociimage.Revision, name string) map[string]string {
 	t.Helper()
 	im, err := imagebuild.Lookup(name)
 	if err != nil {
@@ -141,7 +142,7 @@ func TestImageConfigDeclaresUserEntrypointPortsLabels(t *testing.T) {
 					}
 				}
 				// The summary's size is what a pull transfers.
-				if size, err := imagebuild.ImageSize(img); err != nil || size != bp.Size {
+				if size, err := ociimage.ImageSize(img); err != nil || size != bp.Size {
 					t.Errorf("size %d (%v), summary says %d", size, err, bp.Size)
 				}
 			})

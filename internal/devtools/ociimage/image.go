@@ -1,4 +1,7 @@
-package imagebuild
+// Package ociimage assembles the images internal/imagebuild declares into
+// OCI image indexes (`make image`): layouts, docker tarballs and a summary
+// of their digests.
+package ociimage
 
 import (
 	"bytes"
@@ -21,19 +24,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
-)
 
-// OCI annotation and label keys the images carry.
-const (
-	LabelSource      = "org.opencontainers.image.source"
-	LabelVersion     = "org.opencontainers.image.version"
-	LabelRevision    = "org.opencontainers.image.revision"
-	LabelCreated     = "org.opencontainers.image.created"
-	LabelTitle       = "org.opencontainers.image.title"
-	LabelDescription = "org.opencontainers.image.description"
-	LabelLicenses    = "org.opencontainers.image.licenses"
-	// RefName names an image index inside an OCI layout's index.json.
-	RefName = "org.opencontainers.image.ref.name"
+	"github.com/otelcol-loop/otelcol-loop/internal/imagebuild"
 )
 
 // Revision is the commit the images are built from.
@@ -89,7 +81,7 @@ type Options struct {
 	// Revision labels the images and fixes their timestamps.
 	Revision Revision
 	// Images to build (default Images).
-	Images []Image
+	Images []imagebuild.Image
 	// Logf, when set, is told each step and how long it took.
 	Logf func(format string, args ...any)
 }
@@ -147,10 +139,10 @@ func ReadSummary(out string) (Summary, error) {
 // the image indexes, their OCI layouts and docker tarballs under o.Out.
 func Build(ctx context.Context, o Options) (Summary, error) {
 	if o.Repository == "" {
-		o.Repository = DefaultRepository
+		o.Repository = imagebuild.DefaultRepository
 	}
 	if o.Images == nil {
-		o.Images = Images
+		o.Images = imagebuild.Images
 	}
 	logf := o.Logf
 	if logf == nil {
@@ -158,7 +150,7 @@ func Build(ctx context.Context, o Options) (Summary, error) {
 	}
 	sum := Summary{Revision: o.Revision.Commit, Created: o.Revision.Time}
 
-	base, err := layer(BaseFiles(), o.Revision.Time)
+	base, err := layer(imagebuild.BaseFiles(), o.Revision.Time)
 	if err != nil {
 		return sum, fmt.Errorf("base layer: %w", err)
 	}
@@ -177,17 +169,17 @@ func Build(ctx context.Context, o Options) (Summary, error) {
 			return sum, fmt.Errorf("image name %q: %w", ref, err)
 		}
 		labels := map[string]string{
-			LabelSource:      Source,
-			LabelVersion:     dist.Version,
-			LabelRevision:    o.Revision.Commit,
-			LabelCreated:     o.Revision.Time.Format(time.RFC3339),
-			LabelTitle:       im.Name,
-			LabelDescription: dist.Description,
-			LabelLicenses:    "Apache-2.0",
+			imagebuild.LabelSource:      imagebuild.Source,
+			imagebuild.LabelVersion:     dist.Version,
+			imagebuild.LabelRevision:    o.Revision.Commit,
+			imagebuild.LabelCreated:     o.Revision.Time.Format(time.RFC3339),
+			imagebuild.LabelTitle:       im.Name,
+			imagebuild.LabelDescription: dist.Description,
+			imagebuild.LabelLicenses:    "Apache-2.0",
 		}
 		built := Built{Name: im.Name, Ref: ref, Version: dist.Version, Layout: filepath.Join("oci", im.Name)}
 		idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
-		for _, p := range Platforms {
+		for _, p := range imagebuild.Platforms {
 			img, bp, err := buildPlatform(ctx, o, im, p, base, config, labels, tag, logf)
 			if err != nil {
 				return sum, err
@@ -218,10 +210,10 @@ func Build(ctx context.Context, o Options) (Summary, error) {
 
 // buildPlatform cross-compiles im's binary for p, assembles its image and
 // writes its docker tarball under o.Out.
-func buildPlatform(ctx context.Context, o Options, im Image, p Platform, base v1.Layer, config []byte, labels map[string]string, tag name.Tag, logf func(string, ...any)) (v1.Image, BuiltPlatform, error) {
+func buildPlatform(ctx context.Context, o Options, im imagebuild.Image, p imagebuild.Platform, base v1.Layer, config []byte, labels map[string]string, tag name.Tag, logf func(string, ...any)) (v1.Image, BuiltPlatform, error) {
 	bin := filepath.Join("bin", p.OS+"_"+p.Arch, im.Name)
 	start := time.Now()
-	if err := BuildBinary(ctx, o.Root, im, p, filepath.Join(o.Out, bin)); err != nil {
+	if err := imagebuild.BuildBinary(ctx, o.Root, im, p, filepath.Join(o.Out, bin)); err != nil {
 		return nil, BuiltPlatform{}, err
 	}
 	logf("built %s for %s in %s", im.Name, p, time.Since(start).Round(100*time.Millisecond))
@@ -249,12 +241,12 @@ func buildPlatform(ctx context.Context, o Options, im Image, p Platform, base v1
 }
 
 // layer makes a gzip OCI layer of files.
-func layer(files []File, mtime time.Time) (v1.Layer, error) {
-	raw, err := TarLayer(files, mtime)
+func layer(files []imagebuild.File, mtime time.Time) (v1.Layer, error) {
+	raw, err := imagebuild.TarLayer(files, mtime)
 	if err != nil {
 		return nil, err
 	}
-	gz, err := Gzip(raw)
+	gz, err := imagebuild.Gzip(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +258,7 @@ func layer(files []File, mtime time.Time) (v1.Layer, error) {
 // platformImage assembles one platform's image: the shared base layer, then
 // the binary and configuration, then the configuration file with every
 // declared value.
-func platformImage(im Image, p Platform, base v1.Layer, binary, config []byte, labels map[string]string, created time.Time) (v1.Image, error) {
+func platformImage(im imagebuild.Image, p imagebuild.Platform, base v1.Layer, binary, config []byte, labels map[string]string, created time.Time) (v1.Image, error) {
 	app, err := layer(im.AppFiles(binary, config), created)
 	if err != nil {
 		return nil, err
@@ -276,7 +268,7 @@ func platformImage(im Image, p Platform, base v1.Layer, binary, config []byte, l
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	img, err = mutate.Append(img,
 		mutate.Addendum{Layer: base, MediaType: types.OCILayer, History: v1.History{
-			Created: at, CreatedBy: "imagebuild: /etc/passwd, /etc/group (user " + strconv.Itoa(User) + "), " + CACertsPath + ", /tmp",
+			Created: at, CreatedBy: "imagebuild: /etc/passwd, /etc/group (user " + strconv.Itoa(imagebuild.User) + "), " + imagebuild.CACertsPath + ", /tmp",
 		}},
 		mutate.Addendum{Layer: app, MediaType: types.OCILayer, History: v1.History{
 			Created: at, CreatedBy: "imagebuild: " + im.BinaryPath() + ", " + im.ConfigPath() + dataDirNote(im),
@@ -297,7 +289,7 @@ func platformImage(im Image, p Platform, base v1.Layer, binary, config []byte, l
 		exposed[port] = struct{}{}
 	}
 	cf.Config = v1.Config{
-		User:         strconv.Itoa(User),
+		User:         strconv.Itoa(imagebuild.User),
 		Entrypoint:   im.Entrypoint(),
 		Cmd:          im.Cmd(),
 		ExposedPorts: exposed,
@@ -310,11 +302,11 @@ func platformImage(im Image, p Platform, base v1.Layer, binary, config []byte, l
 	return mutate.Annotations(img, labels).(v1.Image), nil
 }
 
-func dataDirNote(im Image) string {
+func dataDirNote(im imagebuild.Image) string {
 	if im.DataDir == "" {
 		return ""
 	}
-	return ", " + im.DataDir + " (owned by " + strconv.Itoa(User) + ")"
+	return ", " + im.DataDir + " (owned by " + strconv.Itoa(imagebuild.User) + ")"
 }
 
 // ImageSize is the compressed size of an image: manifest, config and layers.
@@ -347,7 +339,7 @@ func writeLayout(dir string, idx v1.ImageIndex, ref string) error {
 		return err
 	}
 	top := mutate.AppendManifests(empty.Index, mutate.IndexAddendum{Add: idx, Descriptor: v1.Descriptor{
-		Annotations: map[string]string{RefName: ref},
+		Annotations: map[string]string{imagebuild.RefName: ref},
 	}})
 	_, err := layout.Write(dir, top)
 	return err

@@ -1,6 +1,6 @@
 // Command imagebuild builds the otelcol-loop and otelcol-loop-gateway OCI
-// images without a container daemon (`make image`): see package
-// internal/imagebuild. It prints each image's reference, index digest and
+// images without a container daemon (`make image`): see packages
+// internal/imagebuild and internal/devtools/ociimage. It prints each image's reference, index digest and
 // per-platform sizes. With -rootfs DIR it only writes the files every image
 // shares (passwd, group, the CA bundle, /tmp) under DIR: the Dockerfile's
 // base stage, so both builds ship the same files.
@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/otelcol-loop/otelcol-loop/internal/devtools/ociimage"
 	"github.com/otelcol-loop/otelcol-loop/internal/imagebuild"
 )
 
@@ -49,12 +50,12 @@ func run(ctx context.Context, root, out, repo string) error {
 	if out, err = filepath.Abs(out); err != nil {
 		return err
 	}
-	rev, err := imagebuild.GitRevision(root)
+	rev, err := ociimage.GitRevision(root)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	sum, err := imagebuild.Build(ctx, imagebuild.Options{
+	sum, err := ociimage.Build(ctx, ociimage.Options{
 		Root: root, Out: out, Repository: repo, Revision: rev, Logf: log.Printf,
 	})
 	if err != nil {

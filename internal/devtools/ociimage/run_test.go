@@ -1,6 +1,6 @@
 //go:build linux && amd64
 
-package imagebuild_test
+package ociimage_test
 
 import (
 	"fmt"

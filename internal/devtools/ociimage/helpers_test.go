@@ -1,4 +1,4 @@
-package imagebuild_test
+package ociimage_test
 
 import (
 	"archive/tar"
@@ -14,6 +14,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
+	"github.com/otelcol-loop/otelcol-loop/internal/devtools/ociimage"
 	"github.com/otelcol-loop/otelcol-loop/internal/imagebuild"
 	"github.com/otelcol-loop/otelcol-loop/internal/testproc"
 )
@@ -26,8 +27,8 @@ var (
 		once sync.Once
 		root string
 		out  string
-		rev  imagebuild.Revision
-		sum  imagebuild.Summary
+		rev  ociimage.Revision
+		sum  ociimage.Summary
 		tmp  string
 		err  error
 	}
@@ -41,18 +42,18 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func images(t *testing.T) (root string, rev imagebuild.Revision, sum imagebuild.Summary) {
+func images(t *testing.T) (root string, rev ociimage.Revision, sum ociimage.Summary) {
 	t.Helper()
 	built.once.Do(func() {
 		if built.root, built.err = testproc.RepoRoot(); built.err != nil {
 			return
 		}
-		if built.rev, built.err = imagebuild.GitRevision(built.root); built.err != nil {
+		if built.rev, built.err = ociimage.GitRevision(built.root); built.err != nil {
 			return
 		}
 		if dir := os.Getenv("OTELCOL_LOOP_IMAGES"); dir != "" {
 			built.out = dir
-			if built.sum, built.err = imagebuild.ReadSummary(dir); built.err != nil {
+			if built.sum, built.err = ociimage.ReadSummary(dir); built.err != nil {
 				built.err = fmt.Errorf("$OTELCOL_LOOP_IMAGES=%s: %w (run make image)", dir, built.err)
 				return
 			}
@@ -66,7 +67,7 @@ func images(t *testing.T) (root string, rev imagebuild.Revision, sum imagebuild.
 			return
 		}
 		built.out = built.tmp
-		built.sum, built.err = imagebuild.Build(context.Background(), imagebuild.Options{
+		built.sum, built.err = ociimage.Build(context.Background(), ociimage.Options{
 			Root: built.root, Out: built.out, Revision: built.rev, Logf: t.Logf,
 		})
 	})
@@ -77,7 +78,7 @@ func images(t *testing.T) (root string, rev imagebuild.Revision, sum imagebuild.
 }
 
 // index opens the image index b from its OCI layout.
-func index(t *testing.T, b imagebuild.Built) v1.ImageIndex {
+func index(t *testing.T, b ociimage.Built) v1.ImageIndex {
 	t.Helper()
 	top, err := layout.ImageIndexFromPath(filepath.Join(built.out, b.Layout))
 	if err != nil {
