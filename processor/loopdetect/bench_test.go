@@ -47,6 +47,7 @@ import (
 type meter struct {
 	wall, cpu      time.Duration
 	mallocs, bytes uint64
+	gcs            uint32
 
 	t0     time.Time
 	cpu0   time.Duration
@@ -77,6 +78,7 @@ func (m *meter) pause() {
 	runtime.ReadMemStats(&ms)
 	m.mallocs += ms.Mallocs - m.ms0.Mallocs
 	m.bytes += ms.TotalAlloc - m.ms0.TotalAlloc
+	m.gcs += ms.NumGC - m.ms0.NumGC
 	m.active = false
 }
 
@@ -92,6 +94,11 @@ func (m *meter) report(b *testing.B, spans int64) {
 	}
 	b.ReportMetric(float64(m.mallocs)/n, "allocs/span")
 	b.ReportMetric(float64(m.bytes)/n, "B/span")
+	b.ReportMetric(float64(m.gcs)*1000/n, "gc/kspan")
+	// The machine's speed right after the run, to tell its fast and slow
+	// modes from the code's cost (internal/benchdata/reference.go).
+	b.ReportMetric(benchdata.ReferenceNs(), "ref-ns")
+	b.ReportMetric(benchdata.ReferenceMemNs(), "ref-mem-ns")
 }
 
 // countingSink counts the spans it receives.

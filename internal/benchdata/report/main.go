@@ -177,6 +177,7 @@ func main() {
 	rp.header(*out, *summary)
 	rp.targets()
 	rp.why()
+	rp.modes()
 	writeProfiles(rp.w, r, *dir, *goCmd)
 	rp.instructions()
 	rp.sideBySide()
