@@ -309,10 +309,49 @@ var (
 	ghThen = []agentcli.Turn{agentcli.Bash("echo 'gh is not installed here' >> notes.md")}
 )
 
-// maxLoopRuns bounds how many times the loop's call runs under the
-// supervisor at the 200 ms export, hook or not: the kill is decided at the
-// 5th run, and up to 2 more may start while it travels at 0.2 s a call.
+// maxLoopRuns bounds how many times the loop's call runs for a model that
+// obeys the nudge: it changes course before the kill point (the 5th run)
+// or within the runs that start while the kill travels.
 const maxLoopRuns = 7
+
+// killReach is how long after the start of the run that decided the kill
+// the loop may still start runs, at the supervisor's 200 ms export: that
+// run's record waits up to the export interval, then the collector's
+// batch, the webhook and the hook's check take the rest. make test runs
+// every agent CLI at once on 2 cores, where Gemini CLI's took up to 0.8 s.
+const killReach = 1.5 // seconds
+
+// lateRuns counts the loop's runs that started more than reach seconds
+// after the start of the run that decided the kill (killRun, from 1), and
+// says how long after it the last run started. Every run must have
+// recorded its time.
+func lateRuns(t *testing.T, r agentRun, killRun int, reach float64) (late int, last float64) {
+	t.Helper()
+	if len(r.loopTimes) != r.loopRuns || killRun < 1 || killRun > len(r.loopTimes) {
+		t.Errorf("the loop's %d runs recorded %d times; the kill decided at run %d\n%s", r.loopRuns, len(r.loopTimes), killRun, r)
+		return 0, 0
+	}
+	at := r.loopTimes[killRun-1]
+	for _, ts := range r.loopTimes[killRun:] {
+		if ts-at > reach {
+			late++
+		}
+	}
+	return late, r.loopTimes[len(r.loopTimes)-1] - at
+}
+
+// holdKillReach fails t when the loop started a run more than killReach
+// after the run that decided the kill, and returns how long after it the
+// last run started.
+func holdKillReach(t *testing.T, r agentRun, o loopOutcome) float64 {
+	t.Helper()
+	late, last := lateRuns(t, r, o.killRun, killReach)
+	if late > 0 {
+		t.Errorf("%d runs of the loop started more than %.1f s after the run that decided the kill (run %d of %d; the last %.2f s after it)\n%s",
+			late, killReach, o.killRun, o.runs, last, r)
+	}
+	return last
+}
 
 // maxLoopRunsNoHook is the looser bound other agent CLIs' tests hold
 // without the hook, where their telemetry's own delays add to the kill's.
@@ -397,8 +436,10 @@ func TestClaudeCodeLoopIsStoppedWithinACall(t *testing.T) {
 			}
 			recordFigure(t, "claude.decision.stuck_run", float64(o.stuckRun))
 			recordFigure(t, "claude.decision.kill_run", float64(o.killRun))
+			reach := holdKillReach(t, r, o)
 			recordFigure(t, key+".ignore.runs", float64(o.runs))
 			recordFigure(t, key+".ignore.after_kill", float64(o.afterKill))
+			recordFigure(t, key+".ignore.reach_s", math.Round(reach*100)/100)
 			recordFigure(t, key+".ignore.blocked", float64(o.blocked))
 			if hook != commandHook {
 				return
@@ -425,29 +466,36 @@ func TestClaudeCodeLoopIsStoppedWithinACall(t *testing.T) {
 		if r.exit != 86 {
 			t.Fatalf("want exit 86, got %s", r)
 		}
+		holdKillReach(t, r, o)
 		recordFigure(t, "claude.nohook.export_200ms.runs", float64(o.runs))
 	})
-	t.Run("no hook, the SDK's 5 s export", func(t *testing.T) {
-		t.Parallel()
-		r := runClaude(t, agentcli.Loop{Lead: ghLead, Repeat: ghLoop, MaxRepeats: 60}, noHook, "--export-interval", "0")
-		o := measureLoop(t, r, len(ghLead))
-		if r.exit != 86 {
-			t.Fatalf("want exit 86, got %s", r)
-		}
-		if len(r.loopTimes) != r.loopRuns || r.loopRuns < 2 {
-			t.Fatalf("the loop's %d runs recorded %d times\n%s", r.loopRuns, len(r.loopTimes), r)
-		}
-		pace := (r.loopTimes[len(r.loopTimes)-1] - r.loopTimes[0]) / float64(len(r.loopTimes)-1)
-		t.Logf("no hook, 5 s export: %+v, %.2f s a call", o, pace)
-		// The kill waits for the 5th call's record, held up to 5 s by the
-		// SDK; the calls that fit in that wait (and a second for the
-		// verdict and the kill) run meanwhile.
-		if limit := o.killRun + int(math.Ceil(6/pace)); o.runs > limit {
-			t.Errorf("the loop ran %d times at %.2f s a call; the 5 s export allows %d\n%s", o.runs, pace, limit, r)
-		}
-		recordFigure(t, "claude.nohook.export_5s.runs", float64(o.runs))
-		recordFigure(t, "claude.nohook.export_5s.call_s", math.Round(pace*10)/10)
-	})
+	t.Run("no hook, the SDK's 5 s export", sdkExportKill)
+}
+
+// sdkExportKill: without the hook and with the SDK's own 5 s export, the
+// kill comes with the decisive call's record.
+func sdkExportKill(t *testing.T) {
+	t.Parallel()
+	// At 0.1 s a call some 50 calls fit in the 5 s wait: the model must
+	// not run out of repeats before the kill.
+	r := runClaude(t, agentcli.Loop{Lead: ghLead, Repeat: ghLoop, MaxRepeats: 200}, noHook, "--export-interval", "0")
+	o := measureLoop(t, r, len(ghLead))
+	if r.exit != 86 {
+		t.Fatalf("want exit 86, got %s", r)
+	}
+	if len(r.loopTimes) != r.loopRuns || r.loopRuns < 2 {
+		t.Fatalf("the loop's %d runs recorded %d times\n%s", r.loopRuns, len(r.loopTimes), r)
+	}
+	pace := (r.loopTimes[len(r.loopTimes)-1] - r.loopTimes[0]) / float64(len(r.loopTimes)-1)
+	t.Logf("no hook, 5 s export: %+v, %.2f s a call", o, pace)
+	// The kill waits for the decisive call's record, held up to 5 s by
+	// the SDK; the calls that start in that wait (and in the kill's
+	// reach at the 200 ms export) run meanwhile.
+	if late, last := lateRuns(t, r, o.killRun, 5+killReach); late > 0 {
+		t.Errorf("%d runs of the loop started more than %.1f s after the run that decided the kill (the last %.2f s after it)\n%s", late, 5+killReach, last, r)
+	}
+	recordFigure(t, "claude.nohook.export_5s.runs", float64(o.runs))
+	recordFigure(t, "claude.nohook.export_5s.call_s", math.Round(pace*10)/10)
 }
 
 // TestClaudeCodeREADMERecipeIsWatched: the README's recipe sets only the
@@ -462,9 +510,7 @@ func TestClaudeCodeREADMERecipeIsWatched(t *testing.T) {
 	if r.exit != 86 || o.killRun == 0 {
 		t.Fatalf("want exit 86 on the collector's kill (decided at run %d), got %s", o.killRun, r)
 	}
-	if o.runs > maxLoopRuns {
-		t.Errorf("the loop ran %d times; want at most %d\n%s", o.runs, maxLoopRuns, r)
-	}
+	holdKillReach(t, r, o)
 	if !strings.Contains(r.result, `"watched":true`) {
 		t.Errorf("want the result line to say the run was watched: %s", r.result)
 	}

@@ -103,9 +103,10 @@ func TestCodexCLILoopIsStoppedWithinACall(t *testing.T) {
 		if o.heardAfter == 0 || o.heardAfter > o.killRun+1 {
 			t.Errorf("want the nudge to have reached the model before the kill (heard after run %d, kill at %d)\n%s", o.heardAfter, o.killRun, r)
 		}
-		if o.runs < 5 || o.runs > maxLoopRuns {
-			t.Errorf("want the loop to run 5–%d times, got %d\n%s", maxLoopRuns, o.runs, r)
+		if o.runs < 5 {
+			t.Errorf("want the loop to run at least to the kill point (5), got %d\n%s", o.runs, r)
 		}
+		holdKillReach(t, r, o)
 		if o.blocked != 3 {
 			t.Errorf("want 3 calls blocked before the kill (--hook-patience 2), got %d\n%s", o.blocked, r)
 		}

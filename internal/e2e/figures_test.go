@@ -77,6 +77,10 @@ const (
 	latencyTest = "TestClaudeCodeHookLatency"
 )
 
+// killReachHeld is what the tests hold of a looping run's count at the
+// 200 ms export (holdKillReach).
+var killReachHeld = "≥ 5; none starts more than " + formatValue(killReach) + " s after the run that decided the kill"
+
 // figures are the figures, in the order the generated doc lists them.
 var figures = func() []figure {
 	var fs []figure
@@ -85,8 +89,9 @@ var figures = func() []figure {
 			figure{key: "claude." + h.key + ".obey.runs", what: "Claude Code, " + h.name + ", a model that obeys the nudge: runs of the loop's call (never past the kill point)", test: loopTest, lo: 2, hi: 5},
 			figure{key: "claude." + h.key + ".obey.after_warn", what: "… of them after the collector's warn was decided (the nudge comes with the first call after the warn reaches the supervisor)", test: loopTest, lo: 1, hi: 3},
 			figure{key: "claude." + h.key + ".obey.blocked", what: "… calls blocked", test: loopTest, lo: 0, hi: 0},
-			figure{key: "claude." + h.key + ".ignore.runs", what: "Claude Code, " + h.name + ", a model that ignores the nudge: runs of the loop's call", test: loopTest, lo: 5, hi: maxLoopRuns},
-			figure{key: "claude." + h.key + ".ignore.after_kill", what: "… of them after the kill was decided", test: loopTest, lo: 0, hi: 2},
+			figure{key: "claude." + h.key + ".ignore.runs", what: "Claude Code, " + h.name + ", a model that ignores the nudge: runs of the loop's call", test: loopTest, lo: 5, hi: math.NaN(), held: killReachHeld},
+			figure{key: "claude." + h.key + ".ignore.after_kill", what: "… of them after the kill was decided", test: loopTest, lo: 0, hi: math.NaN(), held: "those that start within " + formatValue(killReach) + " s of it"},
+			figure{key: "claude." + h.key + ".ignore.reach_s", what: "… seconds from the start of the run that decided the kill to the loop's last run", test: loopTest, lo: 0, hi: killReach, unit: "s"},
 			figure{key: "claude." + h.key + ".ignore.blocked", what: "… calls blocked before the kill was carried out", test: loopTest, lo: 3, hi: 3},
 		)
 	}
@@ -97,12 +102,13 @@ var figures = func() []figure {
 		figure{key: "gemini.decision.kill_run", what: "Gemini CLI: the loop's run at which it decided the kill", test: geminiTest, lo: 5, hi: 5},
 		figure{key: "gemini.obey.runs", what: "Gemini CLI, command hooks, a model that obeys the nudge: runs of the loop's call (never past the kill point)", test: geminiTest, lo: 2, hi: 5},
 		figure{key: "gemini.obey.blocked", what: "… calls blocked", test: geminiTest, lo: 0, hi: 0},
-		figure{key: "gemini.ignore.runs", what: "Gemini CLI, command hooks, a model that ignores the nudge: runs of the loop's call", test: geminiTest, lo: 5, hi: maxLoopRuns},
-		figure{key: "gemini.ignore.after_kill", what: "… of them after the kill was decided", test: geminiTest, lo: 0, hi: 2},
+		figure{key: "gemini.ignore.runs", what: "Gemini CLI, command hooks, a model that ignores the nudge: runs of the loop's call", test: geminiTest, lo: 5, hi: math.NaN(), held: killReachHeld},
+		figure{key: "gemini.ignore.after_kill", what: "… of them after the kill was decided", test: geminiTest, lo: 0, hi: math.NaN(), held: "those that start within " + formatValue(killReach) + " s of it"},
 		figure{key: "gemini.ignore.blocked", what: "… calls blocked before the kill was carried out", test: geminiTest, lo: 3, hi: 3},
-		figure{key: "claude.nohook.export_200ms.runs", what: "Claude Code, no hook, --export-interval 200ms (the default): runs of the loop's call before the kill", test: loopTest, lo: 5, hi: maxLoopRuns},
+		figure{key: "gemini.ignore.reach_s", what: "… seconds from the start of the run that decided the kill to the loop's last run", test: geminiTest, lo: 0, hi: killReach, unit: "s"},
+		figure{key: "claude.nohook.export_200ms.runs", what: "Claude Code, no hook, --export-interval 200ms (the default): runs of the loop's call before the kill", test: loopTest, lo: 5, hi: math.NaN(), held: killReachHeld},
 		figure{key: "claude.nohook.export_5s.runs", what: "Claude Code, no hook, the SDK's 5 s export delay: runs of the loop's call before the kill", test: loopTest, lo: 5, hi: math.NaN(),
-			held: "≥ 5; ≤ 5 + the calls that fit in 6 s at the run's pace"},
+			held: "≥ 5; none starts more than " + formatValue(5+killReach) + " s after the run that decided the kill"},
 		figure{key: "claude.nohook.export_5s.call_s", what: "… seconds per loop call in that run (the pace)", test: loopTest, lo: 0, hi: math.Inf(1), unit: "s"},
 	)
 	for _, h := range []struct{ key, name string }{

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"math"
 	"testing"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/agentcli"
@@ -80,8 +81,10 @@ func TestGeminiCLILoopIsStoppedWithinACall(t *testing.T) {
 		}
 		recordFigure(t, "gemini.decision.stuck_run", float64(o.stuckRun))
 		recordFigure(t, "gemini.decision.kill_run", float64(o.killRun))
+		reach := holdKillReach(t, r, o)
 		recordFigure(t, "gemini.ignore.runs", float64(o.runs))
 		recordFigure(t, "gemini.ignore.after_kill", float64(o.afterKill))
 		recordFigure(t, "gemini.ignore.blocked", float64(o.blocked))
+		recordFigure(t, "gemini.ignore.reach_s", math.Round(reach*100)/100)
 	})
 }

@@ -83,9 +83,10 @@ func TestOpenCodeLoopIsStoppedWithinACall(t *testing.T) {
 		if o.heardAfter == 0 || o.heardAfter > o.killRun+1 {
 			t.Errorf("want the nudge to have reached the model before the kill (heard after run %d, kill at %d)\n%s", o.heardAfter, o.killRun, r)
 		}
-		if o.runs > maxLoopRuns || o.blocked == 0 {
-			t.Errorf("want at most %d runs of the loop and the plugin to block its repeats, got %d runs, %d blocked\n%s", maxLoopRuns, o.runs, o.blocked, r)
+		if o.blocked == 0 {
+			t.Errorf("want the plugin to block the loop's repeats, got %d runs, %d blocked\n%s", o.runs, o.blocked, r)
 		}
+		holdKillReach(t, r, o)
 	})
 }
 

@@ -109,9 +109,10 @@ func TestQwenCodeLoopIsStoppedWithinACall(t *testing.T) {
 		if r.exit != 86 {
 			t.Fatalf("want exit 86 (killed on a verified loop kill), got %s", r)
 		}
-		if o.killRun == 0 || r.stuckKills() != 1 || o.runs > maxLoopRuns || o.blocked == 0 {
-			t.Errorf("want one kill decided by the collector (at run %d; %d logged), at most %d runs (%d), calls blocked first (%d)\n%s", o.killRun, r.stuckKills(), maxLoopRuns, o.runs, o.blocked, r)
+		if o.killRun == 0 || r.stuckKills() != 1 || o.blocked == 0 {
+			t.Errorf("want one kill decided by the collector (at run %d; %d logged), calls blocked first (%d)\n%s", o.killRun, r.stuckKills(), o.blocked, r)
 		}
+		holdKillReach(t, r, o)
 		if o.heardAfter == 0 || o.heardAfter > o.killRun {
 			t.Errorf("want the nudge to have reached the model before the kill (heard after run %d, kill at %d)\n%s", o.heardAfter, o.killRun, r)
 		}
