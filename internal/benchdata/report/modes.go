@@ -11,61 +11,54 @@ import (
 // minutes at a time; a median over a run's -count then hides which of the
 // two each figure came from. Every processor run reports, beside its own
 // figures, the time of a fixed piece of arithmetic (ref-ns) and of a
-// dependent load from main memory (ref-mem-ns) measured right after it
-// (internal/benchdata/reference.go). A run's mode is read from those.
+// dependent load from main memory (ref-mem-ns) measured right after it,
+// and its GC cycles (internal/benchdata/reference.go). Runs are grouped
+// by their figure; the references of each group say whether the machine
+// was slower too.
 
-// modeGap is the smallest jump between two sorted reference timings that
-// separates two modes: the references themselves vary by a few per cent
-// within a mode, the modes were 1.5–1.7× apart.
+// modeGap is the smallest jump between two sorted figures that separates
+// two modes: runs within a mode vary by a few per cent.
 const modeGap = 1.2
 
-// runMode is the runs of one mode: their figures and the references
-// measured beside them, in run order.
+// runMode is the runs of one mode (their positions in the run, from 1),
+// their figures and what was measured beside them, in run order.
 type runMode struct {
 	name          string
+	runs          []int
 	figure, ref   []float64
 	refMem, ratio []float64
 	gc            []float64
 }
 
-// splitModes groups runs by their arithmetic reference: one mode when no
-// gap of modeGap separates the sorted timings, else the runs below the
-// largest gap (fast) and above it (slow). Runs without a reference are
-// left out.
+// splitModes groups runs by their figure: one mode when no jump of
+// modeGap separates the sorted figures, else the runs below the largest
+// jump (fast) and from it up (slow).
 func splitModes(figure, ref, refMem, gc []float64) []runMode {
-	type run struct{ figure, ref, refMem, gc float64 }
-	var runs []run
-	for i := range figure {
-		if i >= len(ref) || !(ref[i] > 0) {
-			continue
-		}
-		runs = append(runs, run{figure[i], ref[i], at(refMem, i), at(gc, i)})
-	}
-	if len(runs) == 0 {
+	if len(figure) == 0 {
 		return nil
 	}
-	sorted := make([]float64, len(runs))
-	for i, r := range runs {
-		sorted[i] = r.ref
-	}
+	sorted := append([]float64(nil), figure...)
 	sort.Float64s(sorted)
 	cut, widest := math.Inf(1), modeGap
 	for i := 1; i < len(sorted); i++ {
-		if g := sorted[i] / sorted[i-1]; g >= widest {
-			cut, widest = sorted[i], g
+		if sorted[i-1] > 0 {
+			if g := sorted[i] / sorted[i-1]; g >= widest {
+				cut, widest = sorted[i], g
+			}
 		}
 	}
 	fast, slow := runMode{name: "fast"}, runMode{name: "slow"}
-	for _, r := range runs {
+	for i, v := range figure {
 		m := &fast
-		if r.ref >= cut {
+		if v >= cut {
 			m = &slow
 		}
-		m.figure = append(m.figure, r.figure)
-		m.ref = append(m.ref, r.ref)
-		m.refMem = append(m.refMem, r.refMem)
-		m.gc = append(m.gc, r.gc)
-		m.ratio = append(m.ratio, r.figure/r.ref)
+		m.runs = append(m.runs, i+1)
+		m.figure = append(m.figure, v)
+		m.ref = append(m.ref, at(ref, i))
+		m.refMem = append(m.refMem, at(refMem, i))
+		m.gc = append(m.gc, at(gc, i))
+		m.ratio = append(m.ratio, v/at(ref, i))
 	}
 	if len(slow.figure) == 0 {
 		fast.name = "one mode"
@@ -87,15 +80,26 @@ func median(vs []float64) float64 {
 	return results{"": {"": vs}}.med("", "")
 }
 
-// modesText describes the modes of one benchmark's runs in a sentence.
+// modesText describes the modes of one benchmark's runs: each mode's
+// runs and medians, then how much slower the slow mode's figure and
+// references were than the fast mode's.
 func modesText(modes []runMode, unit string) string {
 	if len(modes) == 0 {
-		return "no reference measured"
+		return "not measured"
 	}
 	var parts []string
 	for _, m := range modes {
-		parts = append(parts, fmt.Sprintf("%s: %d runs, %s %s, %s GC cycles per 1,000 spans (reference %s ns arithmetic, %s ns a memory load; %s× the arithmetic reference)",
-			m.name, len(m.figure), f(median(m.figure), 0), unit, f(median(m.gc), 2), f(median(m.ref), 1), f(median(m.refMem), 0), f(median(m.ratio), 1)))
+		runs := make([]string, len(m.runs))
+		for i, r := range m.runs {
+			runs[i] = fmt.Sprint(r)
+		}
+		parts = append(parts, fmt.Sprintf("%s (runs %s): %s %s, arithmetic reference %s ns, memory load %s ns, %s GC cycles per 1,000 spans",
+			m.name, strings.Join(runs, ", "), f(median(m.figure), 0), unit, f(median(m.ref), 1), f(median(m.refMem), 0), f(median(m.gc), 2)))
+	}
+	if len(modes) == 2 {
+		fast, slow := modes[0], modes[1]
+		parts = append(parts, fmt.Sprintf("slow ÷ fast: the figure %s×, the arithmetic reference %s×, the memory load %s×",
+			f(median(slow.figure)/median(fast.figure), 2), f(median(slow.ref)/median(fast.ref), 2), f(median(slow.refMem)/median(fast.refMem), 2)))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -105,7 +109,7 @@ func modesText(modes []runMode, unit string) string {
 func (rp *report) modes() {
 	w := rp.w
 	w("### The machine's two speeds\n\n")
-	w("These VMs switch between a fast and a slow speed for minutes at a time, so one run's figures can differ from the next's with the same code. Every processor run also times a fixed piece of arithmetic in the first-level cache (`ref-ns`, 2 KiB mixed into four lanes) and a chain of loads from main memory (`ref-mem-ns`, a 64 MiB ring outside the Go heap) right after it (`internal/benchdata/reference.go`). Runs are grouped by the arithmetic reference (a jump of %.1f× or more between two sorted timings separates the modes); a figure divided by its reference stays put when only the machine changed. The last column says which of the two moves with the figure in this run: the core's speed (the host's frequency, a neighbour on the same core) shows in the arithmetic reference, page placement and memory traffic in the memory one; GC cycles are counted per run beside them.\n\n", modeGap)
+	w("These VMs switch between a fast and a slow speed for minutes at a time, so one run's figures can differ from the next's with the same code. Every processor run also times a fixed piece of arithmetic in the first-level cache (`ref-ns`, 2 KiB mixed into four lanes) and a chain of loads from main memory (`ref-mem-ns`, a 64 MiB ring outside the Go heap) right after it, and counts its GC cycles (`internal/benchdata/reference.go`). Runs are grouped by their figure (a jump of %.1f× or more between two sorted figures separates the modes); the references measured beside each group say whether the machine itself was slower then: the core's speed (the host's frequency, a neighbour on the same core) shows in the arithmetic reference, memory latency and traffic in the memory one. A slow mode whose references did not move is the process's own (warm-up, the placement of its data), not the machine's.\n\n", modeGap)
 	w("| mix (loop_detect) | runs by mode | correlation over the runs with the arithmetic / memory reference |\n|---|---|---|\n")
 	for _, mix := range []string{"tools", "tools-fresh", "realistic", "nontool", "nontool-tracked"} {
 		r := rp.r[fmt.Sprintf(proc, mix, "loop_detect")]

@@ -6,36 +6,35 @@ import (
 	"testing"
 )
 
-func TestSplitModesGroupsRunsByTheirReference(t *testing.T) {
-	nan := math.NaN()
+func TestSplitModesGroupsRunsByTheirFigure(t *testing.T) {
 	for _, tc := range []struct {
-		name             string
-		figure, ref, mem []float64
-		wantNames        []string
-		wantFigures      [][]float64
+		name        string
+		figure, ref []float64
+		wantNames   []string
+		wantRuns    [][]int
 	}{
-		{"no reference measured", []float64{3000, 3100}, nil, nil, nil, nil},
-		{"references within a few per cent are one mode", []float64{2200, 2300, 2250}, []float64{180, 185, 182}, []float64{300, 310, 305},
-			[]string{"one mode"}, [][]float64{{2200, 2300, 2250}}},
-		{"a jump of 1.5x splits fast from slow, in run order", []float64{2200, 3600, 2300, 3700}, []float64{180, 290, 182, 300}, []float64{300, 300, 310, 305},
-			[]string{"fast", "slow"}, [][]float64{{2200, 2300}, {3600, 3700}}},
-		{"the widest gap decides when there are two", []float64{1, 2, 3}, []float64{100, 125, 200}, []float64{nan, nan, nan},
-			[]string{"fast", "slow"}, [][]float64{{1, 2}, {3}}},
-		{"a run without its reference is left out", []float64{1, 2}, []float64{100, 0}, nil,
-			[]string{"one mode"}, [][]float64{{1}}},
+		{"no runs", nil, nil, nil, nil},
+		{"figures within a few per cent are one mode", []float64{2200, 2300, 2250}, []float64{180, 185, 182},
+			[]string{"one mode"}, [][]int{{1, 2, 3}}},
+		{"a jump of 1.5x splits fast from slow, in run order", []float64{3116, 2389, 2339, 2379, 2325, 3682}, []float64{187, 187, 188, 188, 188, 218},
+			[]string{"fast", "slow"}, [][]int{{2, 3, 4, 5}, {1, 6}}},
+		{"the widest jump decides when there are two", []float64{100, 125, 200}, []float64{1, 1, 1},
+			[]string{"fast", "slow"}, [][]int{{1, 2}, {3}}},
+		{"a run without its reference keeps its figure", []float64{100, 300}, []float64{1},
+			[]string{"fast", "slow"}, [][]int{{1}, {2}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ms := splitModes(tc.figure, tc.ref, tc.mem, nil)
+			ms := splitModes(tc.figure, tc.ref, nil, nil)
 			if len(ms) != len(tc.wantNames) {
 				t.Fatalf("got %d modes %+v, want %v", len(ms), ms, tc.wantNames)
 			}
 			for i, m := range ms {
-				if m.name != tc.wantNames[i] || !slices.Equal(m.figure, tc.wantFigures[i]) {
-					t.Errorf("mode %d: %s %v, want %s %v", i, m.name, m.figure, tc.wantNames[i], tc.wantFigures[i])
+				if m.name != tc.wantNames[i] || !slices.Equal(m.runs, tc.wantRuns[i]) {
+					t.Errorf("mode %d: %s runs %v, want %s %v", i, m.name, m.runs, tc.wantNames[i], tc.wantRuns[i])
 				}
-				for j := range m.figure {
-					if m.ratio[j] != m.figure[j]/m.ref[j] {
-						t.Errorf("mode %d run %d: ratio %v, want %v", i, j, m.ratio[j], m.figure[j]/m.ref[j])
+				for j, r := range m.runs {
+					if m.figure[j] != tc.figure[r-1] {
+						t.Errorf("mode %d run %d: figure %v, want %v", i, r, m.figure[j], tc.figure[r-1])
 					}
 				}
 			}
