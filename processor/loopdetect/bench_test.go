@@ -33,6 +33,7 @@ import (
 	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/benchdata"
+	"github.com/otelcol-loop/otelcol-loop/internal/benchdata/benchref"
 	"github.com/otelcol-loop/otelcol-loop/internal/loopevent"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/canon"
@@ -96,9 +97,8 @@ func (m *meter) report(b *testing.B, spans int64) {
 	b.ReportMetric(float64(m.bytes)/n, "B/span")
 	b.ReportMetric(float64(m.gcs)*1000/n, "gc/kspan")
 	// The machine's speed right after the run, to tell its fast and slow
-	// modes from the code's cost (internal/benchdata/reference.go).
-	b.ReportMetric(benchdata.ReferenceNs(), "ref-ns")
-	b.ReportMetric(benchdata.ReferenceMemNs(), "ref-mem-ns")
+	// modes from the code's cost.
+	benchref.Report(b)
 }
 
 // countingSink counts the spans it receives.

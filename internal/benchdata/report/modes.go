@@ -83,7 +83,7 @@ func median(vs []float64) float64 {
 // modesText describes the modes of one benchmark's runs: each mode's
 // runs and medians, then how much slower the slow mode's figure and
 // references were than the fast mode's.
-func modesText(modes []runMode, unit string) string {
+func modesText(modes []runMode, unit string, prec int) string {
 	if len(modes) == 0 {
 		return "not measured"
 	}
@@ -93,8 +93,12 @@ func modesText(modes []runMode, unit string) string {
 		for i, r := range m.runs {
 			runs[i] = fmt.Sprint(r)
 		}
-		parts = append(parts, fmt.Sprintf("%s (runs %s): %s %s, arithmetic reference %s ns, memory load %s ns, %s GC cycles per 1,000 spans",
-			m.name, strings.Join(runs, ", "), f(median(m.figure), 0), unit, f(median(m.ref), 1), f(median(m.refMem), 0), f(median(m.gc), 2)))
+		part := fmt.Sprintf("%s (runs %s): %s %s, arithmetic reference %s ns, memory load %s ns",
+			m.name, strings.Join(runs, ", "), f(median(m.figure), prec), unit, f(median(m.ref), 1), f(median(m.refMem), 0))
+		if gc := median(m.gc); !math.IsNaN(gc) {
+			part += fmt.Sprintf(", %s GC cycles per 1,000 spans", f(gc, 2))
+		}
+		parts = append(parts, part)
 	}
 	if len(modes) == 2 {
 		fast, slow := modes[0], modes[1]
@@ -110,12 +114,21 @@ func (rp *report) modes() {
 	w := rp.w
 	w("### The machine's two speeds\n\n")
 	w("These VMs switch between a fast and a slow speed for minutes at a time, so one run's figures can differ from the next's with the same code. Every processor run also times a fixed piece of arithmetic in the first-level cache (`ref-ns`, 2 KiB mixed into four lanes) and a chain of loads from main memory (`ref-mem-ns`, a 64 MiB ring outside the Go heap) right after it, and counts its GC cycles (`internal/benchdata/reference.go`). Runs are grouped by their figure (a jump of %.1f× or more between two sorted figures separates the modes); the references measured beside each group say whether the machine itself was slower then: the core's speed (the host's frequency, a neighbour on the same core) shows in the arithmetic reference, memory latency and traffic in the memory one. A slow mode whose references did not move is the process's own (warm-up, the placement of its data), not the machine's.\n\n", modeGap)
-	w("| mix (loop_detect) | runs by mode | correlation over the runs with the arithmetic / memory reference |\n|---|---|---|\n")
+	w("| benchmark | runs by mode | correlation over the runs with the arithmetic / memory reference |\n|---|---|---|\n")
+	type row struct {
+		name, unit string
+		prec       int
+	}
+	var rows []row
 	for _, mix := range []string{"tools", "tools-fresh", "realistic", "nontool", "nontool-tracked"} {
-		r := rp.r[fmt.Sprintf(proc, mix, "loop_detect")]
-		ms := splitModes(r["cpu-ns/span"], r["ref-ns"], r["ref-mem-ns"], r["gc/kspan"])
-		w("| %s | %s | %s / %s |\n", mix, modesText(ms, "cpu-ns/span"),
-			f(correlation(r["cpu-ns/span"], r["ref-ns"]), 2), f(correlation(r["cpu-ns/span"], r["ref-mem-ns"]), 2))
+		rows = append(rows, row{fmt.Sprintf(proc, mix, "loop_detect"), "cpu-ns/span", 0})
+	}
+	rows = append(rows, row{"BenchmarkObserve/canon=on", "ns/call", 0}, row{"BenchmarkCanonicalBytes/size=2KiB/api=result", "ns/byte", 2})
+	for _, rw := range rows {
+		r := rp.r[rw.name]
+		ms := splitModes(r[rw.unit], r["ref-ns"], r["ref-mem-ns"], r["gc/kspan"])
+		w("| `%s` | %s | %s / %s |\n", strings.TrimPrefix(rw.name, "Benchmark"), modesText(ms, rw.unit, rw.prec),
+			f(correlation(r[rw.unit], r["ref-ns"]), 2), f(correlation(r[rw.unit], r["ref-mem-ns"]), 2))
 	}
 	w("\n")
 }

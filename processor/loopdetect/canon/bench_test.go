@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/benchdata"
+	"github.com/otelcol-loop/otelcol-loop/internal/benchdata/benchref"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/canon"
 )
 
@@ -159,6 +160,7 @@ func BenchmarkCanonicalBytes(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/avg, "ns/byte")
+				benchref.Report(b)
 			})
 		}
 	}

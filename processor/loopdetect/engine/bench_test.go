@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/benchdata"
+	"github.com/otelcol-loop/otelcol-loop/internal/benchdata/benchref"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/canon"
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/engine"
 )
@@ -145,6 +146,7 @@ func perCall(b *testing.B) {
 	if s := b.Elapsed().Seconds(); s > 0 {
 		b.ReportMetric(float64(b.N)/s, "calls/s")
 	}
+	benchref.Report(b)
 }
 
 // BenchmarkObserve is the cost of one tool call through the engine at the

@@ -1,4 +1,7 @@
-package benchdata
+// Package benchref times a fixed piece of work beside a benchmark's
+// measurement, so that a report can tell the machine's speed from the
+// code's cost.
+package benchref
 
 import (
 	"encoding/binary"
@@ -6,6 +9,7 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 	"unsafe"
 )
@@ -119,4 +123,13 @@ func ReferenceMemNs() float64 {
 	}
 	runtime.KeepAlive(p)
 	return float64(best.Nanoseconds()) / loads
+}
+
+// Report stops b's timer and reports both references as the metrics
+// ref-ns and ref-mem-ns of b's run: call it after b's own figures, which
+// the references' time must not enter.
+func Report(b *testing.B) {
+	b.StopTimer()
+	b.ReportMetric(ReferenceNs(), "ref-ns")
+	b.ReportMetric(ReferenceMemNs(), "ref-mem-ns")
 }
