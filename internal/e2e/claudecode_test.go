@@ -353,6 +353,37 @@ func holdKillReach(t *testing.T, r agentRun, o loopOutcome) float64 {
 	return last
 }
 
+// holdObeyed fails t unless the agent finished by itself (exit 0, not
+// killed) after the collector's warn reached the model as a nudge with a
+// run of the loop.
+func holdObeyed(t *testing.T, r agentRun, o loopOutcome) {
+	t.Helper()
+	if r.exit != 0 || r.killed() {
+		t.Fatalf("want the agent to finish by itself (exit 0), got %s", r)
+	}
+	if o.stuckRun == 0 || o.heardAfter == 0 || o.heardAfter != o.runs {
+		t.Errorf("want the collector's warn (stuck at run %d) to reach the model as a nudge with a run of the loop (heard after run %d of %d)\n%s", o.stuckRun, o.heardAfter, o.runs, r)
+	}
+}
+
+// holdKilled fails t unless the agent was killed on one loop kill the
+// collector decided, after its nudge had reached the model, with no run
+// of the loop started later than killReach after the kill's run; it
+// returns how long after that run the last one started.
+func holdKilled(t *testing.T, r agentRun, o loopOutcome) float64 {
+	t.Helper()
+	if r.exit != 86 {
+		t.Fatalf("want exit 86 (killed on a verified loop kill), got %s", r)
+	}
+	if o.killRun == 0 || r.stuckKills() != 1 {
+		t.Errorf("want one kill decided by the collector (at run %d; %d logged)\n%s", o.killRun, r.stuckKills(), r)
+	}
+	if o.heardAfter == 0 || o.heardAfter > o.killRun+1 {
+		t.Errorf("want the nudge to have reached the model before the kill (heard after run %d, kill at %d)\n%s", o.heardAfter, o.killRun, r)
+	}
+	return holdKillReach(t, r, o)
+}
+
 // maxLoopRunsNoHook is the looser bound other agent CLIs' tests hold
 // without the hook, where their telemetry's own delays add to the kill's.
 //
@@ -410,12 +441,7 @@ func TestClaudeCodeLoopIsStoppedWithinACall(t *testing.T) {
 			r := runClaude(t, agentcli.Loop{Lead: ghLead, Repeat: ghLoop, Obeys: true, MaxRepeats: 60, Then: ghThen}, hook)
 			o := measureLoop(t, r, len(ghLead))
 			t.Logf("obeying model, %s: %+v", hook, o)
-			if r.exit != 0 || r.killed() {
-				t.Fatalf("want the agent to finish by itself (exit 0), got %s", r)
-			}
-			if o.stuckRun == 0 || o.heardAfter == 0 || o.heardAfter != o.runs {
-				t.Errorf("want the collector's warn (stuck at run %d) to reach the model as a nudge with a run of the loop (heard after run %d of %d)\n%s", o.stuckRun, o.heardAfter, o.runs, r)
-			}
+			holdObeyed(t, r, o)
 			recordFigure(t, key+".obey.runs", float64(o.runs))
 			recordFigure(t, key+".obey.after_warn", float64(o.afterStuck))
 			recordFigure(t, key+".obey.blocked", float64(o.blocked))
@@ -425,18 +451,9 @@ func TestClaudeCodeLoopIsStoppedWithinACall(t *testing.T) {
 			r := runClaude(t, agentcli.Loop{Lead: ghLead, Repeat: ghLoop, MaxRepeats: 60}, hook)
 			o := measureLoop(t, r, len(ghLead))
 			t.Logf("ignoring model, %s: %+v; result %s", hook, o, r.result)
-			if r.exit != 86 {
-				t.Fatalf("want exit 86 (killed on a verified loop kill), got %s", r)
-			}
-			if o.killRun == 0 || r.stuckKills() != 1 {
-				t.Errorf("want one kill decided by the collector (at run %d; %d logged)\n%s", o.killRun, r.stuckKills(), r)
-			}
-			if o.heardAfter == 0 || o.heardAfter > o.killRun+1 {
-				t.Errorf("want the nudge to have reached the model before the kill (heard after run %d, kill at %d)\n%s", o.heardAfter, o.killRun, r)
-			}
+			reach := holdKilled(t, r, o)
 			recordFigure(t, "claude.decision.stuck_run", float64(o.stuckRun))
 			recordFigure(t, "claude.decision.kill_run", float64(o.killRun))
-			reach := holdKillReach(t, r, o)
 			recordFigure(t, key+".ignore.runs", float64(o.runs))
 			recordFigure(t, key+".ignore.after_kill", float64(o.afterKill))
 			recordFigure(t, key+".ignore.reach_s", math.Round(reach*100)/100)

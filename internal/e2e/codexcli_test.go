@@ -79,12 +79,7 @@ func TestCodexCLILoopIsStoppedWithinACall(t *testing.T) {
 		r := runCodex(t, agentcli.Loop{Lead: codexLead, Repeat: codexLoop, Obeys: true, MaxRepeats: 60, Then: codexThen}, true)
 		o := measureLoop(t, r, len(codexLead))
 		t.Logf("obeying model: %+v", o)
-		if r.exit != 0 || r.killed() {
-			t.Fatalf("want the agent to finish by itself (exit 0), got %s", r)
-		}
-		if o.stuckRun == 0 || o.heardAfter == 0 || o.heardAfter != o.runs {
-			t.Errorf("want the collector's warn (stuck at run %d) to reach the model as a nudge with a run of the loop (heard after run %d of %d)\n%s", o.stuckRun, o.heardAfter, o.runs, r)
-		}
+		holdObeyed(t, r, o)
 		if o.runs < 2 || o.runs > 5 || o.blocked != 0 {
 			t.Errorf("want 2–5 runs of the loop (never past the kill point) and no call blocked, got %d runs, %d blocked\n%s", o.runs, o.blocked, r)
 		}
@@ -94,19 +89,10 @@ func TestCodexCLILoopIsStoppedWithinACall(t *testing.T) {
 		r := runCodex(t, agentcli.Loop{Lead: codexLead, Repeat: codexLoop, MaxRepeats: 60}, true)
 		o := measureLoop(t, r, len(codexLead))
 		t.Logf("ignoring model: %+v; result %s", o, r.result)
-		if r.exit != 86 {
-			t.Fatalf("want exit 86 (killed on a verified loop kill), got %s", r)
-		}
-		if o.killRun == 0 || r.stuckKills() != 1 {
-			t.Errorf("want one kill decided by the collector (at run %d; %d logged)\n%s", o.killRun, r.stuckKills(), r)
-		}
-		if o.heardAfter == 0 || o.heardAfter > o.killRun+1 {
-			t.Errorf("want the nudge to have reached the model before the kill (heard after run %d, kill at %d)\n%s", o.heardAfter, o.killRun, r)
-		}
+		holdKilled(t, r, o)
 		if o.runs < 5 {
 			t.Errorf("want the loop to run at least to the kill point (5), got %d\n%s", o.runs, r)
 		}
-		holdKillReach(t, r, o)
 		if o.blocked != 3 {
 			t.Errorf("want 3 calls blocked before the kill (--hook-patience 2), got %d\n%s", o.blocked, r)
 		}

@@ -56,12 +56,7 @@ func TestGeminiCLILoopIsStoppedWithinACall(t *testing.T) {
 		r := runGemini(t, agentcli.Loop{Lead: geminiLead, Repeat: geminiLoop, Obeys: true, MaxRepeats: 60, Then: geminiThen}, true)
 		o := measureLoop(t, r, len(geminiLead))
 		t.Logf("obeying model: %+v", o)
-		if r.exit != 0 || r.killed() {
-			t.Fatalf("want the agent to finish by itself (exit 0), got %s", r)
-		}
-		if o.stuckRun == 0 || o.heardAfter == 0 || o.heardAfter != o.runs {
-			t.Errorf("want the collector's warn (stuck at run %d) to reach the model as a nudge with a run of the loop (heard after run %d of %d)\n%s", o.stuckRun, o.heardAfter, o.runs, r)
-		}
+		holdObeyed(t, r, o)
 		recordFigure(t, "gemini.obey.runs", float64(o.runs))
 		recordFigure(t, "gemini.obey.blocked", float64(o.blocked))
 	})
@@ -70,18 +65,9 @@ func TestGeminiCLILoopIsStoppedWithinACall(t *testing.T) {
 		r := runGemini(t, agentcli.Loop{Lead: geminiLead, Repeat: geminiLoop, MaxRepeats: 60}, true)
 		o := measureLoop(t, r, len(geminiLead))
 		t.Logf("ignoring model: %+v; result %s", o, r.result)
-		if r.exit != 86 {
-			t.Fatalf("want exit 86 (killed on a verified loop kill), got %s", r)
-		}
-		if o.killRun == 0 || r.stuckKills() != 1 {
-			t.Errorf("want one kill decided by the collector (at run %d; %d logged)\n%s", o.killRun, r.stuckKills(), r)
-		}
-		if o.heardAfter == 0 || o.heardAfter > o.killRun+1 {
-			t.Errorf("want the nudge to have reached the model before the kill (heard after run %d, kill at %d)\n%s", o.heardAfter, o.killRun, r)
-		}
+		reach := holdKilled(t, r, o)
 		recordFigure(t, "gemini.decision.stuck_run", float64(o.stuckRun))
 		recordFigure(t, "gemini.decision.kill_run", float64(o.killRun))
-		reach := holdKillReach(t, r, o)
 		recordFigure(t, "gemini.ignore.runs", float64(o.runs))
 		recordFigure(t, "gemini.ignore.after_kill", float64(o.afterKill))
 		recordFigure(t, "gemini.ignore.blocked", float64(o.blocked))

@@ -59,12 +59,7 @@ func TestOpenCodeLoopIsStoppedWithinACall(t *testing.T) {
 		r := runOpenCode(t, agentcli.Loop{Lead: openCodeLead, Repeat: openCodeLoop, Obeys: true, MaxRepeats: 60, Then: openCodeThen}, true)
 		o := measureLoop(t, r, len(openCodeLead))
 		t.Logf("obeying model: %+v", o)
-		if r.exit != 0 || r.killed() {
-			t.Fatalf("want the agent to finish by itself (exit 0), got %s", r)
-		}
-		if o.stuckRun == 0 || o.heardAfter == 0 || o.heardAfter != o.runs {
-			t.Errorf("want the collector's warn (stuck at run %d) to reach the model as a nudge with a run of the loop (heard after run %d of %d)\n%s", o.stuckRun, o.heardAfter, o.runs, r)
-		}
+		holdObeyed(t, r, o)
 		if o.runs > maxLoopRuns || o.blocked != 0 {
 			t.Errorf("want at most %d runs of the loop and none blocked, got %d runs, %d blocked\n%s", maxLoopRuns, o.runs, o.blocked, r)
 		}
@@ -74,19 +69,10 @@ func TestOpenCodeLoopIsStoppedWithinACall(t *testing.T) {
 		r := runOpenCode(t, agentcli.Loop{Lead: openCodeLead, Repeat: openCodeLoop, MaxRepeats: 60}, true)
 		o := measureLoop(t, r, len(openCodeLead))
 		t.Logf("ignoring model: %+v; result %s", o, r.result)
-		if r.exit != 86 {
-			t.Fatalf("want exit 86 (killed on a verified loop kill), got %s", r)
-		}
-		if o.killRun == 0 || r.stuckKills() != 1 {
-			t.Errorf("want one kill decided by the collector (at run %d; %d logged)\n%s", o.killRun, r.stuckKills(), r)
-		}
-		if o.heardAfter == 0 || o.heardAfter > o.killRun+1 {
-			t.Errorf("want the nudge to have reached the model before the kill (heard after run %d, kill at %d)\n%s", o.heardAfter, o.killRun, r)
-		}
+		holdKilled(t, r, o)
 		if o.blocked == 0 {
 			t.Errorf("want the plugin to block the loop's repeats, got %d runs, %d blocked\n%s", o.runs, o.blocked, r)
 		}
-		holdKillReach(t, r, o)
 	})
 }
 

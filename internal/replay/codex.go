@@ -64,33 +64,21 @@ func readCodex(data []byte, name string) ([]TranscriptCall, error) {
 	var calls []TranscriptCall
 	byID := map[string]int{}
 	session, version := "", ""
-	line := 0
-	for len(data) > 0 {
-		line++
-		var text []byte
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			text, data = data[:i], data[i+1:]
-		} else {
-			text, data = data, nil
-		}
-		text = bytes.TrimSpace(text)
-		if len(text) == 0 {
-			continue
-		}
+	err := eachLine(data, func(text []byte, line int) error {
 		var l codexLine
 		var it codexItem
 		if err := json.Unmarshal(text, &l); err != nil {
-			return nil, fmt.Errorf("%s:%d: not a Codex CLI session line: %w", name, line, err)
+			return fmt.Errorf("%s:%d: not a Codex CLI session line: %w", name, line, err)
 		}
 		if l.Type != "session_meta" && l.Type != "response_item" {
-			continue
+			return nil
 		}
 		if err := json.Unmarshal(l.Payload, &it); err != nil {
-			return nil, fmt.Errorf("%s:%d: not a Codex CLI session line: %w", name, line, err)
+			return fmt.Errorf("%s:%d: not a Codex CLI session line: %w", name, line, err)
 		}
 		at, err := geminiTime(l.Timestamp) // RFC 3339 too
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: timestamp: %w", name, line, err)
+			return fmt.Errorf("%s:%d: timestamp: %w", name, line, err)
 		}
 		switch it.Type {
 		case "":
@@ -99,7 +87,7 @@ func readCodex(data []byte, name string) ([]TranscriptCall, error) {
 			}
 		case "function_call", "custom_tool_call":
 			if it.CallID == "" || it.Name == "" {
-				return nil, fmt.Errorf("%s:%d: a tool call without a call_id or name", name, line)
+				return fmt.Errorf("%s:%d: a tool call without a call_id or name", name, line)
 			}
 			input := json.RawMessage(it.Arguments)
 			if it.Input != nil {
@@ -122,7 +110,7 @@ func readCodex(data []byte, name string) ([]TranscriptCall, error) {
 		case "function_call_output", "custom_tool_call_output":
 			k, ok := byID[it.CallID]
 			if !ok {
-				continue // the call went before the file's first line
+				return nil // the call went before the file's first line
 			}
 			c := &calls[k]
 			c.HasResult, c.Result = true, codexOutput(it.Output)
@@ -130,6 +118,10 @@ func readCodex(data []byte, name string) ([]TranscriptCall, error) {
 				c.End = at
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return calls, nil
 }

@@ -99,24 +99,13 @@ func readGemini(data []byte, name string) ([]TranscriptCall, error) {
 		}
 		return r.calls, nil
 	}
-	line := 0
-	for len(data) > 0 {
-		line++
-		var text []byte
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			text, data = data[:i], data[i+1:]
-		} else {
-			text, data = data, nil
-		}
-		text = bytes.TrimSpace(text)
-		if len(text) == 0 {
-			continue
-		}
+	err := eachLine(data, func(text []byte, line int) error {
 		if err := r.record(text, line); err != nil {
-			return nil, fmt.Errorf("%s:%d: not a Gemini CLI session line: %w", name, line, err)
+			return fmt.Errorf("%s:%d: not a Gemini CLI session line: %w", name, line, err)
 		}
-	}
-	return r.calls, nil
+		return nil
+	})
+	return r.calls, err
 }
 
 // wholeDocument returns data when it is one JSON object spread over

@@ -92,25 +92,6 @@ func readQwen(data []byte, name string) ([]TranscriptCall, error) {
 	return r.calls, err
 }
 
-// eachLine calls fn with every non-blank line of data and its number.
-func eachLine(data []byte, fn func(text []byte, n int) error) error {
-	for n := 1; len(data) > 0; n++ {
-		text := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			text, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
-		if text = bytes.TrimSpace(text); len(text) == 0 {
-			continue
-		}
-		if err := fn(text, n); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func (r *qwenReader) record(text []byte, n int) error {
 	var rec qwenRecord
 	if err := json.Unmarshal(text, &rec); err != nil {

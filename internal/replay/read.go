@@ -329,3 +329,22 @@ func lineAt(data []byte, off int) int {
 	off = min(max(off, 0), len(data))
 	return bytes.Count(data[:off], []byte{'\n'}) + 1
 }
+
+// eachLine calls fn with every non-blank line of data and its number.
+func eachLine(data []byte, fn func(text []byte, n int) error) error {
+	for n := 1; len(data) > 0; n++ {
+		text := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			text, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if text = bytes.TrimSpace(text); len(text) == 0 {
+			continue
+		}
+		if err := fn(text, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}

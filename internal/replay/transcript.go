@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -136,22 +135,14 @@ type transcriptReader struct {
 // Task call that started it (from the file's location and meta file).
 func readTranscript(data []byte, name, agent, parent string) ([]TranscriptCall, string, error) {
 	r := &transcriptReader{name: name, byID: map[string]int{}, agentID: agent, parent: parent}
-	line := 0
-	for len(data) > 0 {
-		line++
-		var text []byte
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			text, data = data[:i], data[i+1:]
-		} else {
-			text, data = data, nil
-		}
-		text = bytes.TrimSpace(text)
-		if len(text) == 0 {
-			continue
-		}
+	err := eachLine(data, func(text []byte, line int) error {
 		if err := r.line(text, line); err != nil {
-			return nil, "", fmt.Errorf("%s:%d: not a Claude Code transcript line: %w", name, line, err)
+			return fmt.Errorf("%s:%d: not a Claude Code transcript line: %w", name, line, err)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
 	}
 	format := FormatClaudeSession
 	if r.stream {

@@ -279,14 +279,7 @@ func dropLines(raw string, prefixes []string) string {
 	for start := 0; start <= len(body); {
 		end := lineEnd(body, start)
 		line := body[start:end]
-		keep := true
-		for _, p := range prefixes {
-			if strings.HasPrefix(line, p) {
-				keep = false
-				break
-			}
-		}
-		if keep {
+		if !hasAnyPrefix(line, prefixes) {
 			kept = append(kept, line)
 		} else {
 			dropped = true
@@ -312,14 +305,7 @@ func dropTextLines(s string, prefixes []string) string {
 	dropped := false
 	for rest := s; rest != ""; {
 		line, tail, found := strings.Cut(rest, "\n")
-		keep := true
-		for _, p := range prefixes {
-			if strings.HasPrefix(line, p) {
-				keep = false
-				break
-			}
-		}
-		if keep {
+		if !hasAnyPrefix(line, prefixes) {
 			b.WriteString(line)
 			if found {
 				b.WriteByte('\n')
@@ -391,4 +377,14 @@ func dropNudge(raw string) string {
 		}
 	}
 	return raw[:start] + raw[end:]
+}
+
+// hasAnyPrefix reports whether line begins with one of prefixes.
+func hasAnyPrefix(line string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(line, p) {
+			return true
+		}
+	}
+	return false
 }
