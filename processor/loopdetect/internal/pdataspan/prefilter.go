@@ -44,6 +44,14 @@ type Prefilter struct {
 	// (opLenTool) or opSkip (opLenSkip) match can take it: most spans'
 	// operations (chat, ...) are settled by their length alone.
 	opLens [32]uint8
+	// opSpelled holds the answers for the operations as configured
+	// (execute_tool, invoke_agent, ...), spelled as nearly every span
+	// spells them, and opSpelledAt indexes them by their length and first
+	// byte (spelledSlot): one compare settles the operations whose length
+	// alone does not. A value whose slot is taken is answered by
+	// screenString, as any other.
+	opSpelled   []spelledOp
+	opSpelledAt [64]uint8 // index+1 in opSpelled, 0 for none
 	// opKey is the declared operation's key, when declares.
 	opKey    string
 	declares bool
@@ -67,6 +75,12 @@ func newOpMatch(m extract.Match) opMatch {
 		}
 	}
 	return opMatch{m: m, hi: math.MaxInt}
+}
+
+// spelledOp is screenString's answer for one operation value.
+type spelledOp struct {
+	value string
+	sc    Screening
 }
 
 // fits reports whether a value of n bytes may match.
@@ -104,6 +118,7 @@ func NewPrefilter(k extract.Keys) *Prefilter {
 			}
 		}
 		p.compileOpLens()
+		p.compileSpelled()
 	}
 	var fits bool
 	p.table, fits = newKeyTable(p.opKey, k)
@@ -163,8 +178,13 @@ func (p *Prefilter) Screen(span ptrace.Span) Screening {
 			// Most operations (chat, ...) are strings of a length no match
 			// takes: settled here, without a call. Str is "" for a value
 			// of another type.
-			if n := len(v.Str()); n > 0 && n < len(p.opLens) && p.opLens[n] == 0 {
-				return Screening{opRead: true}
+			if str := v.Str(); len(str) > 0 && len(str) < len(p.opLens) {
+				if p.opLens[len(str)] == 0 {
+					return Screening{opRead: true}
+				}
+				if i := p.opSpelledAt[spelledSlot(str)]; i != 0 && p.opSpelled[i-1].value == str {
+					return p.opSpelled[i-1].sc
+				}
 			}
 			return p.screenOp(v)
 		}
@@ -175,12 +195,37 @@ func (p *Prefilter) Screen(span ptrace.Span) Screening {
 	return Screening{MaybeTool: true}
 }
 
+// compileSpelled answers, once, the operation values the matches name.
+// The answer is screenString's, so the table cannot disagree with it.
+func (p *Prefilter) compileSpelled() {
+	for _, ms := range [][]opMatch{p.opTools, p.opSkip} {
+		for i := range ms {
+			v := ms[i].m.Value
+			if v == "" || len(v) >= len(p.opLens) || len(p.opSpelled) == math.MaxUint8 {
+				continue
+			}
+			if slot := spelledSlot(v); p.opSpelledAt[slot] == 0 {
+				p.opSpelled = append(p.opSpelled, spelledOp{value: v, sc: p.screenString(v)})
+				p.opSpelledAt[slot] = uint8(len(p.opSpelled))
+			}
+		}
+	}
+}
+
+// spelledSlot is the slot of opSpelledAt for an operation value of 1 to
+// 31 bytes.
+func spelledSlot(v string) int { return (int(v[0]) + 7*len(v)) & 63 }
+
 // screenOp settles a span by its declared operation v.
 func (p *Prefilter) screenOp(v pcommon.Value) Screening {
 	if v.Type() != pcommon.ValueTypeStr {
 		return Screening{MaybeTool: true} // rendered as text by Value: leave it to Classify
 	}
-	str := v.Str()
+	return p.screenString(v.Str())
+}
+
+// screenString settles a span by its declared operation str, a string.
+func (p *Prefilter) screenString(str string) Screening {
 	fit := opLenTool | opLenSkip
 	if len(str) < len(p.opLens) {
 		fit = p.opLens[len(str)]

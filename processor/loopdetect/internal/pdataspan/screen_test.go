@@ -94,18 +94,22 @@ func TestUsageSkipInTheOnePassIsTheLookup(t *testing.T) {
 
 // Screen settles an operation by its length only where no match of that
 // length exists: its answers are the matches', read value by value, for
-// operations of every length, spellings that fold and prefix matches.
+// operations of every length, spellings that fold, prefix matches and
+// values configured both as a tool call and as a usage skip (the tool call
+// wins, also when a spelling is answered from the table of configured
+// spellings).
 func TestScreenSettlesByLengthAsByValue(t *testing.T) {
 	keys := extract.DefaultKeys()
 	op := keys.ToolCall[0].Key
 	long := "an.operation.name.longer.than.thirty-two.bytes"
 	keys.ToolCall = append(keys.ToolCall, extract.Match{Key: op, Value: long})
-	keys.UsageSkip = append(keys.UsageSkip, extract.Match{Key: op, Prefix: "agent."}, extract.Match{Key: op, Value: "t\u017fk"})
+	keys.UsageSkip = append(keys.UsageSkip, extract.Match{Key: op, Prefix: "agent."}, extract.Match{Key: op, Value: "t\u017fk"},
+		extract.Match{Key: op, Value: "Execute_Tool"}, extract.Match{Key: op, Value: long})
 	p := NewPrefilter(keys)
 	for _, value := range []string{
 		"chat", "execute_tool", "EXECUTE_TOOL", "invoke_agent", "Invoke_Agent", "invo\u212ae_agent",
 		"invoke_agen", "agent.run", "agent.", "agent", "task", "TASK", "t\u017fk", "", long, "AN.OPERATION.NAME.LONGER.THAN.THIRTY-TWO.BYTES",
-		long + "!", "agent." + long,
+		long + "!", "agent." + long, "Execute_Tool",
 	} {
 		tool, skip := false, false
 		for _, m := range keys.ToolCall {
