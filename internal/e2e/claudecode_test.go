@@ -309,11 +309,6 @@ var (
 	ghThen = []agentcli.Turn{agentcli.Bash("echo 'gh is not installed here' >> notes.md")}
 )
 
-// maxLoopRuns bounds how many times the loop's call runs for a model that
-// obeys the nudge: it changes course before the kill point (the 5th run)
-// or within the runs that start while the kill travels.
-const maxLoopRuns = 7
-
 // killReach is how long after the start of the run that decided the kill
 // the loop may still start runs, at the supervisor's 200 ms export: that
 // run's record waits up to the export interval, then the collector's
@@ -386,8 +381,6 @@ func holdKilled(t *testing.T, r agentRun, o loopOutcome) float64 {
 
 // maxLoopRunsNoHook is the looser bound other agent CLIs' tests hold
 // without the hook, where their telemetry's own delays add to the kill's.
-//
-//nolint:unused // used by the tests of CLIs added beside these
 const maxLoopRunsNoHook = 10
 
 // loopOutcome is what one looping run measured.

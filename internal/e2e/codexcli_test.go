@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -80,22 +81,18 @@ func TestCodexCLILoopIsStoppedWithinACall(t *testing.T) {
 		o := measureLoop(t, r, len(codexLead))
 		t.Logf("obeying model: %+v", o)
 		holdObeyed(t, r, o)
-		if o.runs < 2 || o.runs > 5 || o.blocked != 0 {
-			t.Errorf("want 2–5 runs of the loop (never past the kill point) and no call blocked, got %d runs, %d blocked\n%s", o.runs, o.blocked, r)
-		}
+		recordFigure(t, "codex.obey.runs", float64(o.runs))
+		recordFigure(t, "codex.obey.blocked", float64(o.blocked))
 	})
 	t.Run("a model that ignores the nudge is blocked, then killed", func(t *testing.T) {
 		t.Parallel()
 		r := runCodex(t, agentcli.Loop{Lead: codexLead, Repeat: codexLoop, MaxRepeats: 60}, true)
 		o := measureLoop(t, r, len(codexLead))
 		t.Logf("ignoring model: %+v; result %s", o, r.result)
-		holdKilled(t, r, o)
-		if o.runs < 5 {
-			t.Errorf("want the loop to run at least to the kill point (5), got %d\n%s", o.runs, r)
-		}
-		if o.blocked != 3 {
-			t.Errorf("want 3 calls blocked before the kill (--hook-patience 2), got %d\n%s", o.blocked, r)
-		}
+		reach := holdKilled(t, r, o)
+		recordFigure(t, "codex.ignore.runs", float64(o.runs))
+		recordFigure(t, "codex.ignore.blocked", float64(o.blocked)) // --hook-patience 2
+		recordFigure(t, "codex.ignore.reach_s", math.Round(reach*100)/100)
 	})
 	t.Run("without the hook the collector's kill stops it", func(t *testing.T) {
 		// Codex CLI skips a hook the user has not trusted: the kill then
@@ -111,9 +108,10 @@ func TestCodexCLILoopIsStoppedWithinACall(t *testing.T) {
 		if o.killRun == 0 || r.stuckKills() != 1 {
 			t.Errorf("want one kill decided by the collector (at run %d; %d logged)\n%s", o.killRun, r.stuckKills(), r)
 		}
-		if o.runs < 5 || o.runs > maxLoopRunsNoHook || o.blocked != 0 {
-			t.Errorf("want the loop to run 5–%d times and nothing blocked, got %d runs, %d blocked\n%s", maxLoopRunsNoHook, o.runs, o.blocked, r)
+		if o.blocked != 0 {
+			t.Errorf("want nothing blocked without the hook, got %d blocked\n%s", o.blocked, r)
 		}
+		recordFigure(t, "codex.nohook.runs", float64(o.runs))
 	})
 }
 

@@ -72,9 +72,12 @@ func (f figure) heldText() string {
 }
 
 const (
-	loopTest    = "TestClaudeCodeLoopIsStoppedWithinACall"
-	geminiTest  = "TestGeminiCLILoopIsStoppedWithinACall"
-	latencyTest = "TestClaudeCodeHookLatency"
+	loopTest     = "TestClaudeCodeLoopIsStoppedWithinACall"
+	geminiTest   = "TestGeminiCLILoopIsStoppedWithinACall"
+	latencyTest  = "TestClaudeCodeHookLatency"
+	codexTest    = "TestCodexCLILoopIsStoppedWithinACall"
+	qwenTest     = "TestQwenCodeLoopIsStoppedWithinACall"
+	openCodeTest = "TestOpenCodeLoopIsStoppedWithinACall"
 )
 
 // killReachHeld is what the tests hold of a looping run's count at the
@@ -122,6 +125,29 @@ var figures = func() []figure {
 			figure{key: "latency." + h.key + ".p99", what: "… p99", test: latencyTest, lo: 0, hi: math.Inf(1), held: "measured", unit: "ms"},
 		)
 	}
+	fs = append(fs,
+		figure{key: "codex.obey.runs", what: "Codex CLI, command hook, a model that obeys the nudge: runs of the loop's call (never past the kill point)", test: codexTest, lo: 2, hi: 5},
+		figure{key: "codex.obey.blocked", what: "… calls blocked", test: codexTest, lo: 0, hi: 0},
+		figure{key: "codex.ignore.runs", what: "Codex CLI, command hook, a model that ignores the nudge: runs of the loop's call", test: codexTest, lo: 5, hi: math.NaN(), held: killReachHeld},
+		figure{key: "codex.ignore.blocked", what: "… calls blocked before the kill was carried out", test: codexTest, lo: 3, hi: 3},
+		figure{key: "codex.ignore.reach_s", what: "… seconds from the start of the run that decided the kill to the loop's last run", test: codexTest, lo: 0, hi: killReach, unit: "s"},
+		figure{key: "codex.nohook.runs", what: "Codex CLI, no hook (an untrusted hook is skipped), 200 ms export: runs of the loop's call before the kill", test: codexTest, lo: 5, hi: maxLoopRunsNoHook},
+		figure{key: "qwen.obey.stuck_run", what: "Qwen Code, a model that obeys the nudge: the loop's run at which the collector found the session stuck (its warn)", test: qwenTest, lo: 2, hi: 2},
+		figure{key: "qwen.obey.runs", what: "… runs of the loop's call", test: qwenTest, lo: 2, hi: 5},
+		figure{key: "qwen.obey.blocked", what: "… calls blocked", test: qwenTest, lo: 0, hi: 0},
+		figure{key: "qwen.repeat.runs", what: "Qwen Code, a model that repeats the same call: runs before Qwen Code's own guard ends the run", test: qwenTest, lo: 4, hi: 4},
+		figure{key: "qwen.cycle.stuck_run", what: "Qwen Code, a model that ignores the nudge and varies the call: the run at which the collector found the session stuck", test: qwenTest, lo: 2, hi: 5},
+		figure{key: "qwen.cycle.kill_run", what: "… the run at which it decided the kill", test: qwenTest, lo: 5, hi: 5},
+		figure{key: "qwen.cycle.blocked", what: "… calls blocked before the kill was carried out", test: qwenTest, lo: 3, hi: 3},
+		figure{key: "qwen.cycle.reach_s", what: "… seconds from the start of the run that decided the kill to the loop's last run", test: qwenTest, lo: 0, hi: killReach, unit: "s"},
+		figure{key: "opencode.decision.stuck_run", what: "OpenCode: the loop's run at which the collector found the session stuck (its warn)", test: openCodeTest, lo: 2, hi: 2},
+		figure{key: "opencode.decision.kill_run", what: "OpenCode: the loop's run at which it decided the kill", test: openCodeTest, lo: 5, hi: 5},
+		figure{key: "opencode.obey.runs", what: "OpenCode, plugin, a model that obeys the nudge: runs of the loop's call (never past the kill point)", test: openCodeTest, lo: 2, hi: 5},
+		figure{key: "opencode.obey.blocked", what: "… calls blocked", test: openCodeTest, lo: 0, hi: 0},
+		figure{key: "opencode.ignore.runs", what: "OpenCode, plugin, a model that ignores the nudge: runs of the loop's call", test: openCodeTest, lo: 5, hi: math.NaN(), held: killReachHeld},
+		figure{key: "opencode.ignore.blocked", what: "… calls blocked before the kill was carried out", test: openCodeTest, lo: 3, hi: 3},
+		figure{key: "opencode.ignore.reach_s", what: "… seconds from the start of the run that decided the kill to the loop's last run", test: openCodeTest, lo: 0, hi: killReach, unit: "s"},
+	)
 	fs = append(fs, figure{key: "latency.http_minus_noop.median", what: "the HTTP hook's time minus the no-op command hook's, call by call: median", test: latencyTest, lo: math.Inf(-1), hi: 0, held: "≤ 0", unit: "ms"})
 	return fs
 }()
@@ -262,10 +288,10 @@ func machineLine(root string) string {
 		commit = strings.TrimSpace(string(out))
 	}
 	return fmt.Sprintf("Measured %s on %d CPUs (`nproc`), CPU model %q (Linux), load average %s at the end; "+
-		"Claude Code %s, Gemini CLI %s, each on a scripted model that answers at once; tree at %s. "+
+		"Claude Code %s, Gemini CLI %s, Codex CLI %s, Qwen Code %s, OpenCode %s, each on a scripted model that answers at once; tree at %s. "+
 		"A figure's measured values are one per run (`go test -count=N`).",
 		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), cpu, load,
-		agentcli.ClaudeCodeVersion, agentcli.GeminiCLIVersion, commit)
+		agentcli.ClaudeCodeVersion, agentcli.GeminiCLIVersion, agentcli.CodexCLIVersion, agentcli.QwenCodeVersion, agentcli.OpenCodeVersion, commit)
 }
 
 // writeFigures writes this run's figures to the generated doc and its copy
@@ -330,6 +356,18 @@ func docClaims(v map[string][]float64) map[string][]string {
 			fmt.Sprintf("%s times, then %s blocked calls and the kill, when it ignored it", valueRange(v["claude.http.ignore.runs"]), valueRange(v["claude.http.ignore.blocked"])),
 			fmt.Sprintf("HTTP hook at p50 %s ms, p99 %s ms, against %s ms and %s ms for a no-op command hook", valueRange(v["latency.http.p50"]), valueRange(v["latency.http.p99"]), valueRange(v["latency.noop.p50"]), valueRange(v["latency.noop.p99"])),
 			fmt.Sprintf("the loop ran %s times before the kill at 200 ms, %s at the SDKs' 5 s (at %s s a call;", valueRange(v["claude.nohook.export_200ms.runs"]), valueRange(v["claude.nohook.export_5s.runs"]), valueRange(v["claude.nohook.export_5s.call_s"])),
+		},
+		"docs/clients.md": {
+			fmt.Sprintf("the incident's loop ran %s times, %s calls blocked, killed (exit 86); a model that obeys the nudge ran it %s times and finished;",
+				valueRange(v["codex.ignore.runs"]), valueRange(v["codex.ignore.blocked"]), valueRange(v["codex.obey.runs"])),
+			fmt.Sprintf("is honoured) after %s runs;", valueRange(v["codex.nohook.runs"])),
+			fmt.Sprintf("is stuck at its run %s and the nudge reaches the model with the next; a model that obeys changes course (%s runs, exit 0, nothing blocked).",
+				valueRange(v["qwen.obey.stuck_run"]), valueRange(v["qwen.obey.runs"])),
+			fmt.Sprintf("(%s runs, exit 1) before the collector's kill;", valueRange(v["qwen.repeat.runs"])),
+			fmt.Sprintf("is stuck at run %s, killed at run %s after %s blocked calls (exit 86).",
+				valueRange(v["qwen.cycle.stuck_run"]), valueRange(v["qwen.cycle.kill_run"]), valueRange(v["qwen.cycle.blocked"])),
+			fmt.Sprintf("stuck at the loop's run %s, kill decided at run %s; a model that ignores the nudge ran it %s times, then %s calls were blocked and OpenCode was killed (exit 86); one that obeys changed course after %s runs, none blocked, not killed.",
+				valueRange(v["opencode.decision.stuck_run"]), valueRange(v["opencode.decision.kill_run"]), valueRange(v["opencode.ignore.runs"]), valueRange(v["opencode.ignore.blocked"]), valueRange(v["opencode.obey.runs"])),
 		},
 	}
 }

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"math"
 	"testing"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/agentcli"
@@ -60,19 +61,20 @@ func TestOpenCodeLoopIsStoppedWithinACall(t *testing.T) {
 		o := measureLoop(t, r, len(openCodeLead))
 		t.Logf("obeying model: %+v", o)
 		holdObeyed(t, r, o)
-		if o.runs > maxLoopRuns || o.blocked != 0 {
-			t.Errorf("want at most %d runs of the loop and none blocked, got %d runs, %d blocked\n%s", maxLoopRuns, o.runs, o.blocked, r)
-		}
+		recordFigure(t, "opencode.obey.runs", float64(o.runs))
+		recordFigure(t, "opencode.obey.blocked", float64(o.blocked))
 	})
 	t.Run("a model that ignores the nudge is blocked, then killed", func(t *testing.T) {
 		t.Parallel()
 		r := runOpenCode(t, agentcli.Loop{Lead: openCodeLead, Repeat: openCodeLoop, MaxRepeats: 60}, true)
 		o := measureLoop(t, r, len(openCodeLead))
 		t.Logf("ignoring model: %+v; result %s", o, r.result)
-		holdKilled(t, r, o)
-		if o.blocked == 0 {
-			t.Errorf("want the plugin to block the loop's repeats, got %d runs, %d blocked\n%s", o.runs, o.blocked, r)
-		}
+		reach := holdKilled(t, r, o)
+		recordFigure(t, "opencode.decision.stuck_run", float64(o.stuckRun))
+		recordFigure(t, "opencode.decision.kill_run", float64(o.killRun))
+		recordFigure(t, "opencode.ignore.runs", float64(o.runs))
+		recordFigure(t, "opencode.ignore.blocked", float64(o.blocked))
+		recordFigure(t, "opencode.ignore.reach_s", math.Round(reach*100)/100)
 	})
 }
 
