@@ -5,15 +5,23 @@ import (
 	"testing"
 )
 
-func TestContainsByAgreesWithContains(t *testing.T) {
-	for _, s := range []string{``, `p`, `"inputs"`, `{"inputs":{}}`, `x"inputs`, `{"path":"input","inputs":1}`, `{"input_str":"a"}`, `"output"`, `{"pout":"output"}`, `"outpu`} {
-		for _, c := range []struct {
-			needle string
-			a      int
-		}{{`"inputs"`, 3}, {`"input_str"`, 3}, {`"output"`, 4}} {
-			if got, want := containsBy(s, c.needle, c.a), strings.Contains(s, c.needle); got != want {
-				t.Errorf("containsBy(%q, %q) = %v, strings.Contains says %v", s, c.needle, got, want)
+// indexBy finds what strings.Index finds, the first occurrence, whichever
+// of the needle's bytes it searches for.
+func TestIndexByAgreesWithIndex(t *testing.T) {
+	texts := []string{``, `p`, `"inputs"`, `{"inputs":{}}`, `x"inputs`, `{"path":"input","inputs":1}`, `{"input_str":"a"}`, `"output"`, `{"pout":"output"}`, `"outpu`,
+		"lorem ipsum\n" + NudgeMarker, NudgeMarker + NudgeMarker, NudgeMarker[:40], "loopsupervisor: the loop " + NudgeMarker[1:], `"` + NudgeMarker + `"`}
+	needles := []struct {
+		needle string
+		a      int
+	}{{`"inputs"`, 3}, {`"input_str"`, 3}, {`"output"`, 4}, {NudgeMarker, nudgeAnchor}, {NudgeMarker, 0}, {NudgeMarker, len(NudgeMarker) - 1}}
+	for _, s := range texts {
+		for _, c := range needles {
+			if got, want := indexBy(s, c.needle, c.a), strings.Index(s, c.needle); got != want {
+				t.Errorf("indexBy(%q, %q, %d) = %d, strings.Index says %d", s, c.needle, c.a, got, want)
 			}
 		}
+	}
+	if NudgeMarker[nudgeAnchor] != 'v' {
+		t.Errorf("nudgeAnchor points at %q, not the marker's first 'v'", NudgeMarker[nudgeAnchor])
 	}
 }

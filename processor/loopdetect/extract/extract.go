@@ -543,22 +543,23 @@ func (x *Extractor) redacted(key string, v Value) bool {
 	return false
 }
 
-// containsBy reports whether s contains needle, searching for its byte at
+// indexBy is strings.Index(s, needle), searching for the needle's byte at
 // index a ('p' in the wrapper keys): a generic search anchors on the
-// needle's leading quote, which JSON has at nearly every other token.
-func containsBy(s, needle string, a int) bool {
+// needle's first byte, which may be among the commonest of the text
+// searched (the leading quote of a JSON key, a lower-case letter).
+func indexBy(s, needle string, a int) int {
 	c := needle[a]
 	for i := a; i < len(s); i++ {
 		j := strings.IndexByte(s[i:], c)
 		if j < 0 {
-			return false
+			return -1
 		}
 		i += j
 		if start := i - a; start+len(needle) <= len(s) && s[start:start+len(needle)] == needle {
-			return true
+			return start
 		}
 	}
-	return false
+	return -1
 }
 
 // The keys of the wrappers unwrapArgs and unwrapResult take off: a wrapper
@@ -576,7 +577,7 @@ func unwrapArgs(args string) string {
 	if !firstKeyIn(args, argsWrapperKeys) {
 		return args // no wrapper: most arguments, told at their first key
 	}
-	if !containsBy(args, `"input_str"`, 3) && !containsBy(args, `"inputs"`, 3) {
+	if indexBy(args, `"input_str"`, 3) < 0 && indexBy(args, `"inputs"`, 3) < 0 {
 		return args
 	}
 	if onlyKeys(args, "inputs", argsWrapperKeys...) {
@@ -599,7 +600,7 @@ func unwrapResult(result string) string {
 	if !firstKeyIn(result, resultWrapperKeys) {
 		return result
 	}
-	if !containsBy(result, `"output"`, 4) {
+	if indexBy(result, `"output"`, 4) < 0 {
 		return result
 	}
 	if onlyKeys(result, "output", resultWrapperKeys...) {

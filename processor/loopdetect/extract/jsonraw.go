@@ -340,6 +340,11 @@ func lineEnd(body string, start int) int {
 // (cmd/loopsupervisor, nudgeText).
 const NudgeMarker = "loopsupervisor: the loop detector found this session repeating itself."
 
+// nudgeAnchor is the index in NudgeMarker of the byte its search looks
+// for, its first 'v': searched by its first, an 'l', it took the marker's
+// absence from a 500-byte result of prose 1,900 instructions.
+const nudgeAnchor = 9
+
 // dropNudge removes from a result the supervisor's own nudge, which a CLI
 // without a channel of its own for a hook's context puts into the call's
 // output (OpenCode: loopsupervisor's plugin appends it to the output the
@@ -349,7 +354,7 @@ const NudgeMarker = "loopsupervisor: the loop detector found this session repeat
 // with the blank line before it (two line ends), to the end of the JSON
 // string it is in (its closing quote), or of raw when raw is plain text.
 func dropNudge(raw string) string {
-	i := strings.Index(raw, NudgeMarker)
+	i := indexBy(raw, NudgeMarker, nudgeAnchor)
 	if i < 0 {
 		return raw
 	}
