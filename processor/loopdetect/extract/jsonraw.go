@@ -341,8 +341,8 @@ func lineEnd(body string, start int) int {
 const NudgeMarker = "loopsupervisor: the loop detector found this session repeating itself."
 
 // nudgeAnchor is the index in NudgeMarker of the byte its search looks
-// for, its first 'v': searched by its first, an 'l', it took the marker's
-// absence from a 500-byte result of prose 1,900 instructions.
+// for, its first 'v'. Searched by its first byte, an 'l', a 500-byte
+// result of prose without the marker took 1,900 instructions.
 const nudgeAnchor = 9
 
 // dropNudge removes from a result the supervisor's own nudge, which a CLI
