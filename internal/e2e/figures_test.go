@@ -98,17 +98,10 @@ var figures = func() []figure {
 			figure{key: "claude." + h.key + ".ignore.blocked", what: "… calls blocked before the kill was carried out", test: loopTest, lo: 3, hi: 3},
 		)
 	}
+	fs = append(fs, decisionFigures("claude", "Claude Code", loopTest)...)
+	fs = append(fs, decisionFigures("gemini", "Gemini CLI", geminiTest)...)
+	fs = append(fs, loopFigures("gemini", "Gemini CLI, command hooks", geminiTest, true)...)
 	fs = append(fs,
-		figure{key: "claude.decision.stuck_run", what: "Claude Code: the loop's run at which the collector found the session stuck (its warn)", test: loopTest, lo: 2, hi: 2},
-		figure{key: "claude.decision.kill_run", what: "Claude Code: the loop's run at which it decided the kill", test: loopTest, lo: 5, hi: 5},
-		figure{key: "gemini.decision.stuck_run", what: "Gemini CLI: the loop's run at which the collector found the session stuck (its warn)", test: geminiTest, lo: 2, hi: 2},
-		figure{key: "gemini.decision.kill_run", what: "Gemini CLI: the loop's run at which it decided the kill", test: geminiTest, lo: 5, hi: 5},
-		figure{key: "gemini.obey.runs", what: "Gemini CLI, command hooks, a model that obeys the nudge: runs of the loop's call (never past the kill point)", test: geminiTest, lo: 2, hi: 5},
-		figure{key: "gemini.obey.blocked", what: "… calls blocked", test: geminiTest, lo: 0, hi: 0},
-		figure{key: "gemini.ignore.runs", what: "Gemini CLI, command hooks, a model that ignores the nudge: runs of the loop's call", test: geminiTest, lo: 5, hi: math.NaN(), held: killReachHeld},
-		figure{key: "gemini.ignore.after_kill", what: "… of them after the kill was decided", test: geminiTest, lo: 0, hi: math.NaN(), held: "those that start within " + formatValue(killReach) + " s of it"},
-		figure{key: "gemini.ignore.blocked", what: "… calls blocked before the kill was carried out", test: geminiTest, lo: 3, hi: 3},
-		figure{key: "gemini.ignore.reach_s", what: "… seconds from the start of the run that decided the kill to the loop's last run", test: geminiTest, lo: 0, hi: killReach, unit: "s"},
 		figure{key: "claude.nohook.export_200ms.runs", what: "Claude Code, no hook, --export-interval 200ms (the default): runs of the loop's call before the kill", test: loopTest, lo: 5, hi: math.NaN(), held: killReachHeld},
 		figure{key: "claude.nohook.export_5s.runs", what: "Claude Code, no hook, the SDK's 5 s export delay: runs of the loop's call before the kill", test: loopTest, lo: 5, hi: math.NaN(),
 			held: "≥ 5; none starts more than " + formatValue(5+killReach) + " s after the run that decided the kill"},
@@ -125,12 +118,8 @@ var figures = func() []figure {
 			figure{key: "latency." + h.key + ".p99", what: "… p99", test: latencyTest, lo: 0, hi: math.Inf(1), held: "measured", unit: "ms"},
 		)
 	}
+	fs = append(fs, loopFigures("codex", "Codex CLI, command hook", codexTest, false)...)
 	fs = append(fs,
-		figure{key: "codex.obey.runs", what: "Codex CLI, command hook, a model that obeys the nudge: runs of the loop's call (never past the kill point)", test: codexTest, lo: 2, hi: 5},
-		figure{key: "codex.obey.blocked", what: "… calls blocked", test: codexTest, lo: 0, hi: 0},
-		figure{key: "codex.ignore.runs", what: "Codex CLI, command hook, a model that ignores the nudge: runs of the loop's call", test: codexTest, lo: 5, hi: math.NaN(), held: killReachHeld},
-		figure{key: "codex.ignore.blocked", what: "… calls blocked before the kill was carried out", test: codexTest, lo: 3, hi: 3},
-		figure{key: "codex.ignore.reach_s", what: "… seconds from the start of the run that decided the kill to the loop's last run", test: codexTest, lo: 0, hi: killReach, unit: "s"},
 		figure{key: "codex.nohook.runs", what: "Codex CLI, no hook (an untrusted hook is skipped), 200 ms export: runs of the loop's call before the kill", test: codexTest, lo: 5, hi: maxLoopRunsNoHook},
 		figure{key: "qwen.obey.stuck_run", what: "Qwen Code, a model that obeys the nudge: the loop's run at which the collector found the session stuck (its warn)", test: qwenTest, lo: 2, hi: 2},
 		figure{key: "qwen.obey.runs", what: "… runs of the loop's call", test: qwenTest, lo: 2, hi: 5},
@@ -140,17 +129,39 @@ var figures = func() []figure {
 		figure{key: "qwen.cycle.kill_run", what: "… the run at which it decided the kill", test: qwenTest, lo: 5, hi: 5},
 		figure{key: "qwen.cycle.blocked", what: "… calls blocked before the kill was carried out", test: qwenTest, lo: 3, hi: 3},
 		figure{key: "qwen.cycle.reach_s", what: "… seconds from the start of the run that decided the kill to the loop's last run", test: qwenTest, lo: 0, hi: killReach, unit: "s"},
-		figure{key: "opencode.decision.stuck_run", what: "OpenCode: the loop's run at which the collector found the session stuck (its warn)", test: openCodeTest, lo: 2, hi: 2},
-		figure{key: "opencode.decision.kill_run", what: "OpenCode: the loop's run at which it decided the kill", test: openCodeTest, lo: 5, hi: 5},
-		figure{key: "opencode.obey.runs", what: "OpenCode, plugin, a model that obeys the nudge: runs of the loop's call (never past the kill point)", test: openCodeTest, lo: 2, hi: 5},
-		figure{key: "opencode.obey.blocked", what: "… calls blocked", test: openCodeTest, lo: 0, hi: 0},
-		figure{key: "opencode.ignore.runs", what: "OpenCode, plugin, a model that ignores the nudge: runs of the loop's call", test: openCodeTest, lo: 5, hi: math.NaN(), held: killReachHeld},
-		figure{key: "opencode.ignore.blocked", what: "… calls blocked before the kill was carried out", test: openCodeTest, lo: 3, hi: 3},
-		figure{key: "opencode.ignore.reach_s", what: "… seconds from the start of the run that decided the kill to the loop's last run", test: openCodeTest, lo: 0, hi: killReach, unit: "s"},
 	)
+	fs = append(fs, decisionFigures("opencode", "OpenCode", openCodeTest)...)
+	fs = append(fs, loopFigures("opencode", "OpenCode, plugin", openCodeTest, false)...)
 	fs = append(fs, figure{key: "latency.http_minus_noop.median", what: "the HTTP hook's time minus the no-op command hook's, call by call: median", test: latencyTest, lo: math.Inf(-1), hi: 0, held: "≤ 0", unit: "ms"})
 	return fs
 }()
+
+// decisionFigures are where the collector's warn and kill fell among the
+// runs of a CLI's loop (key: the figures' prefix).
+func decisionFigures(key, client, test string) []figure {
+	return []figure{
+		{key: key + ".decision.stuck_run", what: client + ": the loop's run at which the collector found the session stuck (its warn)", test: test, lo: 2, hi: 2},
+		{key: key + ".decision.kill_run", what: client + ": the loop's run at which it decided the kill", test: test, lo: 5, hi: 5},
+	}
+}
+
+// loopFigures are what a model that obeys the nudge and one that ignores
+// it did in a CLI's loop test with the supervisor's hook (how: the CLI and
+// its hook); afterKill adds the runs after the kill was decided.
+func loopFigures(key, how, test string, afterKill bool) []figure {
+	fs := []figure{
+		{key: key + ".obey.runs", what: how + ", a model that obeys the nudge: runs of the loop's call (never past the kill point)", test: test, lo: 2, hi: 5},
+		{key: key + ".obey.blocked", what: "… calls blocked", test: test, lo: 0, hi: 0},
+		{key: key + ".ignore.runs", what: how + ", a model that ignores the nudge: runs of the loop's call", test: test, lo: 5, hi: math.NaN(), held: killReachHeld},
+	}
+	if afterKill {
+		fs = append(fs, figure{key: key + ".ignore.after_kill", what: "… of them after the kill was decided", test: test, lo: 0, hi: math.NaN(), held: "those that start within " + formatValue(killReach) + " s of it"})
+	}
+	return append(fs,
+		figure{key: key + ".ignore.blocked", what: "… calls blocked before the kill was carried out", test: test, lo: 3, hi: 3},
+		figure{key: key + ".ignore.reach_s", what: "… seconds from the start of the run that decided the kill to the loop's last run", test: test, lo: 0, hi: killReach, unit: "s"},
+	)
+}
 
 func figureByKey(key string) (figure, bool) {
 	for _, f := range figures {
