@@ -360,11 +360,11 @@ func (b *hookBook) blockedCalls() int {
 }
 
 func blockReason(nudge, tool string) string {
-	return "Blocked by loopsupervisor: this call repeats a loop the loop detector caught, and the agent is stopped if it goes on. " + orDefaultNudge(nudge, tool)
+	return webhookbody.BlockedMarker + ": this call repeats a loop the loop detector caught, and the agent is stopped if it goes on. " + orDefaultNudge(nudge, tool)
 }
 
 func nudgeText(nudge, tool string) string {
-	return "loopsupervisor: the loop detector found this session repeating itself. " + orDefaultNudge(nudge, tool)
+	return webhookbody.NudgeMarker + " " + orDefaultNudge(nudge, tool)
 }
 
 func orDefaultNudge(nudge, tool string) string {

@@ -3,6 +3,8 @@ package agentcli
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/webhookbody"
 )
 
 // The conversation a Responses API request carries, as Codex CLI 0.169.0
@@ -28,17 +30,17 @@ func TestResponsesConversation(t *testing.T) {
 			{"type":"function_call","name":"exec_command","arguments":"{}","call_id":"call_0"},
 			{"type":"function_call_output","call_id":"call_0","output":"one"},
 			{"type":"function_call","name":"exec_command","arguments":"{}","call_id":"call_1"},
-			{"type":"message","role":"developer","content":[{"type":"input_text","text":"` + NudgeMarker + ` Stop."}]},
+			{"type":"message","role":"developer","content":[{"type":"input_text","text":"` + webhookbody.NudgeMarker + ` Stop."}]},
 			{"type":"function_call_output","call_id":"call_1","output":"two"}`,
-			[]ToolResult{{ID: "call_0", Content: "one"}, {ID: "call_1", Content: "two", Context: NudgeMarker + " Stop."}}, 1},
+			[]ToolResult{{ID: "call_0", Content: "one"}, {ID: "call_1", Content: "two", Context: webhookbody.NudgeMarker + " Stop."}}, 1},
 		{"an apply_patch call", prefix + `,
 			{"type":"custom_tool_call","name":"apply_patch","input":"*** Begin Patch\n*** Add File: a.go\n+package a\n*** End Patch\n","call_id":"call_0"},
 			{"type":"custom_tool_call_output","call_id":"call_0","output":"Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nA a.go\n"}`,
 			[]ToolResult{{ID: "call_0", Content: "Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nA a.go\n"}}, -1},
 		{"a blocked call", prefix + `,
 			{"type":"function_call","name":"exec_command","arguments":"{}","call_id":"call_0"},
-			{"type":"function_call_output","call_id":"call_0","output":"Command blocked by PreToolUse hook: ` + BlockedMarker + `: stop. Command: gh issue list"}`,
-			[]ToolResult{{ID: "call_0", Content: "Command blocked by PreToolUse hook: " + BlockedMarker + ": stop. Command: gh issue list"}}, 0},
+			{"type":"function_call_output","call_id":"call_0","output":"Command blocked by PreToolUse hook: ` + webhookbody.BlockedMarker + `: stop. Command: gh issue list"}`,
+			[]ToolResult{{ID: "call_0", Content: "Command blocked by PreToolUse hook: " + webhookbody.BlockedMarker + ": stop. Command: gh issue list"}}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

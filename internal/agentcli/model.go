@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/webhookbody"
 )
 
 // ToolUse is one tool call the model asks for.
@@ -73,7 +75,7 @@ type Conversation struct {
 // supervisor's word to the model, a blocked call or a nudge, or -1.
 func (c Conversation) HeardSupervisorAt() int {
 	for i, r := range c.Results {
-		if strings.Contains(r.Content, BlockedMarker) || strings.Contains(r.Context, NudgeMarker) {
+		if strings.Contains(r.Content, webhookbody.BlockedMarker) || strings.Contains(r.Context, webhookbody.NudgeMarker) {
 			return i
 		}
 	}
@@ -359,14 +361,6 @@ func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
 }
-
-// BlockedMarker is the text every reason the supervisor's hook blocks a
-// call with starts with; a tool result carrying it was never run.
-const BlockedMarker = "Blocked by loopsupervisor"
-
-// NudgeMarker is the text every nudge the supervisor's hook passes to the
-// model (as the CLI's additionalContext, with a call that ran) starts with.
-const NudgeMarker = "loopsupervisor: the loop detector found this session repeating itself."
 
 // Loop is a model stuck on one call: it makes the Lead calls, then Repeat
 // again and again. With Obeys it heeds the supervisor's word, a nudge that

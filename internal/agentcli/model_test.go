@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/webhookbody"
 )
 
 // The requests below keep the shape Claude Code 2.1.332, Gemini CLI
@@ -76,12 +78,12 @@ func TestConversationReadsHookContext(t *testing.T) {
 					{"role":"system","content":"You are Qwen Code"},
 					{"role":"user","content":[{"type":"text","text":"<system-reminder>x</system-reminder>"},{"type":"text","text":"hi"}]},
 					{"role":"assistant","content":null,"tool_calls":[{"id":"toolu_0000","type":"function","function":{"name":"run_shell_command","arguments":"{}"}}]},
-					{"role":"tool","tool_call_id":"toolu_0000","content":[{"type":"text","text":"Command: gh issue list\nExit Code: 127\n\n`+NudgeMarker+` change course"}]},
+					{"role":"tool","tool_call_id":"toolu_0000","content":[{"type":"text","text":"Command: gh issue list\nExit Code: 127\n\n`+webhookbody.NudgeMarker+` change course"}]},
 					{"role":"assistant","content":null,"tool_calls":[{"id":"toolu_0001","type":"function","function":{"name":"run_shell_command","arguments":"{}"}}]},
 					{"role":"tool","tool_call_id":"toolu_0001","content":"plain"}]}`)
 			},
 			wantContent: []string{"Command: gh issue list\nExit Code: 127", "plain"},
-			wantContext: []string{NudgeMarker + " change course", ""},
+			wantContext: []string{webhookbody.NudgeMarker + " change course", ""},
 		},
 	}
 	for _, tt := range tests {
@@ -185,7 +187,7 @@ func TestLoopObeysTheSupervisorsWord(t *testing.T) {
 	lead := []Turn{Bash("ls")}
 	loop := Bash("gh issue list")
 	then := Bash("echo fixed")
-	nudge := NudgeMarker + " try something else"
+	nudge := webhookbody.NudgeMarker + " try something else"
 	tests := []struct {
 		name    string
 		obeys   bool
@@ -195,7 +197,7 @@ func TestLoopObeysTheSupervisorsWord(t *testing.T) {
 		{"the lead comes first", true, nil, lead[0]},
 		{"no word yet: repeat", true, []ToolResult{{Content: "ls"}, {Content: "gh: not found"}}, loop},
 		{"a nudge with a result: change course", true, []ToolResult{{Content: "ls"}, {Content: "gh: not found", Context: "PreToolUse:Bash hook additional context: " + nudge}}, then},
-		{"a blocked call: change course", true, []ToolResult{{Content: "ls"}, {Content: BlockedMarker + ": x", IsError: true}}, then},
+		{"a blocked call: change course", true, []ToolResult{{Content: "ls"}, {Content: webhookbody.BlockedMarker + ": x", IsError: true}}, then},
 		{"after the change: done", true, []ToolResult{{Content: "ls"}, {Content: "x", Context: nudge}, {Content: "fixed"}}, Done("changed course after the loop warning")},
 		{"an ignoring model repeats after a nudge", false, []ToolResult{{Content: "ls"}, {Content: "x", Context: nudge}}, loop},
 		{"an ignoring model gives up at MaxRepeats", false, []ToolResult{{Content: "ls"}, {Content: "x"}, {Content: "x"}, {Content: "x"}}, Done("gave up")},

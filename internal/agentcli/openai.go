@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/webhookbody"
 )
 
 // The OpenAI chat completions API, as Qwen Code (auth type openai,
@@ -79,7 +81,7 @@ func (r chatRequest) conversation(failed func(string) bool) Conversation {
 // splitNudge takes the supervisor's nudge, which a PostToolUse hook
 // appended to a result, out of the result's text.
 func splitNudge(text string) (content, context string) {
-	i := strings.Index(text, NudgeMarker)
+	i := strings.Index(text, webhookbody.NudgeMarker)
 	if i < 0 {
 		return text, ""
 	}

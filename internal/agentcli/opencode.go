@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/testproc"
+	"github.com/otelcol-loop/otelcol-loop/internal/webhookbody"
 )
 
 // OpenCodeVersion is the OpenCode CLI the tests run (make/opencode.mk
@@ -190,7 +191,7 @@ var openCodeChat = chatDialect{
 	modelID:      OpenCodeModelID,
 	callIDPrefix: "call_",
 	failed: func(content string) bool {
-		return strings.HasPrefix(content, "Error:") || strings.Contains(content, BlockedMarker)
+		return strings.HasPrefix(content, "Error:") || strings.Contains(content, webhookbody.BlockedMarker)
 	},
 }
 

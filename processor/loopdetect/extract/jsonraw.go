@@ -1,6 +1,10 @@
 package extract
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/webhookbody"
+)
 
 // This file reads raw JSON text without decoding it: it finds a member or an
 // array element and returns the slice of the input that holds its value, so
@@ -336,11 +340,7 @@ func lineEnd(body string, start int) int {
 	return len(body)
 }
 
-// NudgeMarker begins every nudge loopsupervisor's hook passes to the model
-// (cmd/loopsupervisor, nudgeText).
-const NudgeMarker = "loopsupervisor: the loop detector found this session repeating itself."
-
-// nudgeAnchor is the index in NudgeMarker of the byte its search looks
+// nudgeAnchor is the index in webhookbody.NudgeMarker of the byte its search looks
 // for, its first 'v'. Searched by its first byte, an 'l', a 500-byte
 // result of prose without the marker took 1,900 instructions.
 const nudgeAnchor = 9
@@ -354,7 +354,7 @@ const nudgeAnchor = 9
 // with the blank line before it (two line ends), to the end of the JSON
 // string it is in (its closing quote), or of raw when raw is plain text.
 func dropNudge(raw string) string {
-	i := indexBy(raw, NudgeMarker, nudgeAnchor)
+	i := indexBy(raw, webhookbody.NudgeMarker, nudgeAnchor)
 	if i < 0 {
 		return raw
 	}
@@ -371,7 +371,7 @@ func dropNudge(raw string) string {
 	if t := strings.TrimSpace(raw); t == "" || (t[0] != '"' && !looksLikeJSON(t)) {
 		return raw[:start]
 	}
-	for j := i + len(NudgeMarker); j < len(raw); j++ {
+	for j := i + len(webhookbody.NudgeMarker); j < len(raw); j++ {
 		if raw[j] == '\\' {
 			j++
 			continue

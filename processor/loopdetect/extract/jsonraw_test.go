@@ -1,6 +1,10 @@
 package extract
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/webhookbody"
+)
 
 func TestDropLinesRemovesOnlyTheNamedLines(t *testing.T) {
 	drop := []string{"Process Group PGID: ", "Background PIDs: ", "<hook_context>"}
@@ -24,12 +28,12 @@ func TestDropLinesRemovesOnlyTheNamedLines(t *testing.T) {
 }
 
 func TestDropNudgeLeavesTheToolsOwnResult(t *testing.T) {
-	const nudge = NudgeMarker + ` You called \"bash\" 5 times; try something else.`
+	const nudge = webhookbody.NudgeMarker + ` You called \"bash\" 5 times; try something else.`
 	tests := []struct{ name, raw, want string }{
 		{"OpenCode's ai.toolCall.result", `{"title":"gh issue list","metadata":{"output":"gh: command not found\n","exit":127},"output":"gh: command not found\n\n\n` + nudge + `"}`,
 			`{"title":"gh issue list","metadata":{"output":"gh: command not found\n","exit":127},"output":"gh: command not found\n"}`},
 		{"a JSON string", `"out\n\n` + nudge + `"`, `"out"`},
-		{"plain text", "out\n\n" + NudgeMarker + ` say "stop"`, "out"},
+		{"plain text", "out\n\n" + webhookbody.NudgeMarker + ` say "stop"`, "out"},
 		{"no nudge: unchanged", `{"output":"loopsupervisor: other"}`, `{"output":"loopsupervisor: other"}`},
 	}
 	for _, tt := range tests {
