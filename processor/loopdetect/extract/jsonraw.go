@@ -278,20 +278,18 @@ func dropLines(raw string, prefixes []string) string {
 		return raw
 	}
 	body := raw[1 : len(raw)-1]
+	// Most results have no such line: they are looked at without being
+	// copied, so a tool span's read allocates nothing.
+	if !anyLine(body, prefixes) {
+		return raw
+	}
 	var kept []string
-	dropped := false
 	for start := 0; start <= len(body); {
 		end := lineEnd(body, start)
-		line := body[start:end]
-		if !hasAnyPrefix(line, prefixes) {
+		if line := body[start:end]; !hasAnyPrefix(line, prefixes) {
 			kept = append(kept, line)
-		} else {
-			dropped = true
 		}
 		start = end + 2
-	}
-	if !dropped {
-		return raw
 	}
 	for len(kept) > 0 && kept[len(kept)-1] == "" {
 		kept = kept[:len(kept)-1]
@@ -302,11 +300,10 @@ func dropLines(raw string, prefixes []string) string {
 // dropTextLines removes from s, plain text, the lines that begin with one
 // of prefixes; s is returned as it is when no line goes.
 func dropTextLines(s string, prefixes []string) string {
-	if len(prefixes) == 0 {
+	if !anyTextLine(s, prefixes) {
 		return s
 	}
 	var b strings.Builder
-	dropped := false
 	for rest := s; rest != ""; {
 		line, tail, found := strings.Cut(rest, "\n")
 		if !hasAnyPrefix(line, prefixes) {
@@ -314,15 +311,36 @@ func dropTextLines(s string, prefixes []string) string {
 			if found {
 				b.WriteByte('\n')
 			}
-		} else {
-			dropped = true
 		}
 		rest = tail
 	}
-	if !dropped {
-		return s
-	}
 	return b.String()
+}
+
+// anyLine reports whether a line of body, a JSON string's content, begins
+// with one of prefixes.
+func anyLine(body string, prefixes []string) bool {
+	for start := 0; start <= len(body); {
+		end := lineEnd(body, start)
+		if hasAnyPrefix(body[start:end], prefixes) {
+			return true
+		}
+		start = end + 2
+	}
+	return false
+}
+
+// anyTextLine reports whether a line of s, plain text, begins with one of
+// prefixes.
+func anyTextLine(s string, prefixes []string) bool {
+	for rest := s; rest != ""; {
+		line, tail, _ := strings.Cut(rest, "\n")
+		if hasAnyPrefix(line, prefixes) {
+			return true
+		}
+		rest = tail
+	}
+	return false
 }
 
 // lineEnd is the index in body, a JSON string's content, of the \n escape
@@ -340,9 +358,9 @@ func lineEnd(body string, start int) int {
 	return len(body)
 }
 
-// nudgeAnchor is the index in webhookbody.NudgeMarker of the byte its search looks
-// for, its first 'v'. Searched by its first byte, an 'l', a 500-byte
-// result of prose without the marker took 1,900 instructions.
+// nudgeAnchor is the index in webhookbody.NudgeMarker of the byte its
+// search looks for, its first 'v'. Searched by its first byte, an 'l', a
+// 500-byte result of prose without the marker took 1,900 instructions.
 const nudgeAnchor = 9
 
 // dropNudge removes from a result the supervisor's own nudge, which a CLI

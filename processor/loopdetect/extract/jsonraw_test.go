@@ -27,6 +27,23 @@ func TestDropLinesRemovesOnlyTheNamedLines(t *testing.T) {
 	}
 }
 
+// A result with no line to drop, nearly every one, is returned as it is
+// without a copy: reading a tool span allocates nothing.
+func TestDropLinesAllocatesNothingWhenNothingGoes(t *testing.T) {
+	drop := []string{"Chunk ID: ", "Wall time: "}
+	json, text := `"Output: a\nExit Code: 0\nb"`, "Output: a\nExit Code: 0\nb\n"
+	if n := testing.AllocsPerRun(100, func() {
+		if dropLines(json, drop) != json || dropTextLines(text, drop) != text {
+			t.Fatal("changed a result with no line to drop")
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations a result with no line to drop, want 0", n)
+	}
+	if got, want := dropTextLines("Chunk ID: 7\nout\nWall time: 1s\nend", drop), "out\nend"; got != want {
+		t.Errorf("dropTextLines = %q, want %q", got, want)
+	}
+}
+
 func TestDropNudgeLeavesTheToolsOwnResult(t *testing.T) {
 	const nudge = webhookbody.NudgeMarker + ` You called \"bash\" 5 times; try something else.`
 	tests := []struct{ name, raw, want string }{
