@@ -112,6 +112,23 @@ func Script(done string, turns ...Turn) Model {
 	})
 }
 
+// Delegating is a model whose agent hands its work to a subagent: a
+// conversation whose prompt holds Marker, the subagent's (its prompt is
+// the one the main agent's delegating call gave it), is answered by Sub,
+// every other by Main.
+type Delegating struct {
+	Main, Sub Model
+	Marker    string
+}
+
+// Next implements Model.
+func (d Delegating) Next(c Conversation) Turn {
+	if strings.Contains(c.Prompt, d.Marker) {
+		return d.Sub.Next(c)
+	}
+	return d.Main.Next(c)
+}
+
 // Server is a scripted model API on loopback: the Messages API (Start),
 // the Gemini API (StartGemini), the chat completions API (StartOpenAI)
 // or the Responses API (StartCodex).

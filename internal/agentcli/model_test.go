@@ -217,3 +217,25 @@ func turnJSON(t Turn) string {
 	b, _ := json.Marshal(t)
 	return string(b)
 }
+
+func TestDelegatingAnswersEachConversationByItsPrompt(t *testing.T) {
+	delegate := Call("task", map[string]any{"prompt": "[sub-7] list the issues"})
+	m := Delegating{Main: Script("done", delegate), Sub: Loop{Repeat: Bash("gh issue list"), MaxRepeats: 9}, Marker: "[sub-7]"}
+	tests := []struct {
+		name string
+		c    Conversation
+		want Turn
+	}{
+		{"the main agent delegates", Conversation{Prompt: "Find the open issues."}, delegate},
+		{"the main agent ends after the subagent's report", Conversation{Prompt: "Find the open issues.", Results: []ToolResult{{Content: "report"}}}, Done("done")},
+		{"the subagent's conversation is the subagent's model's", Conversation{Prompt: "[sub-7] list the issues"}, Bash("gh issue list")},
+		{"the subagent's marker may sit inside its prompt", Conversation{Prompt: "Context.\n[sub-7] list the issues", Results: []ToolResult{{Content: "x"}}}, Bash("gh issue list")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, want := turnJSON(m.Next(tt.c)), turnJSON(tt.want); got != want {
+				t.Errorf("got %s, want %s", got, want)
+			}
+		})
+	}
+}

@@ -78,6 +78,7 @@ const (
 	codexTest    = "TestCodexCLILoopIsStoppedWithinACall"
 	qwenTest     = "TestQwenCodeLoopIsStoppedWithinACall"
 	openCodeTest = "TestOpenCodeLoopIsStoppedWithinACall"
+	subagentTest = "TestOpenCodeSubagentLoopIsStopped"
 )
 
 // killReachHeld is what the tests hold of a looping run's count at the
@@ -132,6 +133,13 @@ var figures = func() []figure {
 	)
 	fs = append(fs, decisionFigures("opencode", "OpenCode", openCodeTest)...)
 	fs = append(fs, loopFigures("opencode", "OpenCode, plugin", openCodeTest, false)...)
+	fs = append(fs,
+		figure{key: "opencode.subagent.stuck_run", what: "OpenCode, a subagent (task) that loops and ignores the nudge: the loop's run at which the collector found the subagent's session stuck", test: subagentTest, lo: 2, hi: 2},
+		figure{key: "opencode.subagent.kill_run", what: "… the run at which it decided the kill", test: subagentTest, lo: 5, hi: 5},
+		figure{key: "opencode.subagent.runs", what: "… runs of the loop's call", test: subagentTest, lo: 5, hi: math.NaN(), held: killReachHeld},
+		figure{key: "opencode.subagent.blocked", what: "… calls blocked before the kill was carried out", test: subagentTest, lo: 3, hi: 3},
+		figure{key: "opencode.subagent.reach_s", what: "… seconds from the start of the run that decided the kill to the loop's last run", test: subagentTest, lo: 0, hi: killReach, unit: "s"},
+	)
 	fs = append(fs, figure{key: "latency.http_minus_noop.median", what: "the HTTP hook's time minus the no-op command hook's, call by call: median", test: latencyTest, lo: math.Inf(-1), hi: 0, held: "≤ 0", unit: "ms"})
 	return fs
 }()
@@ -379,6 +387,8 @@ func docClaims(v map[string][]float64) map[string][]string {
 				valueRange(v["qwen.cycle.stuck_run"]), valueRange(v["qwen.cycle.kill_run"]), valueRange(v["qwen.cycle.blocked"])),
 			fmt.Sprintf("stuck at the loop's run %s, kill decided at run %s; a model that ignores the nudge ran it %s times, then %s calls were blocked and OpenCode was killed (exit 86); one that obeys changed course after %s runs, none blocked, not killed.",
 				valueRange(v["opencode.decision.stuck_run"]), valueRange(v["opencode.decision.kill_run"]), valueRange(v["opencode.ignore.runs"]), valueRange(v["opencode.ignore.blocked"]), valueRange(v["opencode.obey.runs"])),
+			fmt.Sprintf("subagent's session was stuck at its run %s, kill decided at run %s; it ran the call %s times, then %s calls were blocked and OpenCode was killed (exit 86).",
+				valueRange(v["opencode.subagent.stuck_run"]), valueRange(v["opencode.subagent.kill_run"]), valueRange(v["opencode.subagent.runs"]), valueRange(v["opencode.subagent.blocked"])),
 		},
 	}
 }

@@ -78,6 +78,46 @@ func TestOpenCodeLoopIsStoppedWithinACall(t *testing.T) {
 	})
 }
 
+// openCodeSubagentMarker starts the prompt of the subagent the main agent
+// delegates to, which tells the scripted model whose conversation it is
+// answering.
+const openCodeSubagentMarker = "[subagent: the open issues]"
+
+// TestOpenCodeSubagentLoopIsStopped: the main agent hands the work to a
+// subagent (OpenCode's task tool, its general agent), which loops on the
+// incident's call in a session of its own. The collector judges that
+// session by its own calls, the plugin hears the subagent's calls as the
+// main agent's, and OpenCode is stopped as in the main agent's loop: the
+// nudge, then blocks, then the kill.
+func TestOpenCodeSubagentLoopIsStopped(t *testing.T) {
+	t.Parallel()
+	delegate := agentcli.Call("task", map[string]any{
+		"description":   "list the open issues",
+		"prompt":        openCodeSubagentMarker + " List the open issues of this repository with gh and report them.",
+		"subagent_type": "general",
+	})
+	r := runOpenCode(t, agentcli.Delegating{
+		Main:   agentcli.Script("the subagent reported back", delegate),
+		Sub:    agentcli.Loop{Repeat: openCodeLoop, MaxRepeats: 60},
+		Marker: openCodeSubagentMarker,
+	}, true)
+	o := measureLoop(t, r, 0)
+	t.Logf("subagent's loop: %+v; result %s", o, r.result)
+	reach := holdKilled(t, r, o)
+	sessions := map[string]bool{}
+	for _, tr := range r.transitions(t, nil) {
+		sessions[tr.Session] = true
+	}
+	if len(sessions) != 1 {
+		t.Errorf("want the verdicts of one session, the subagent's; got %v\n%s", sessions, r)
+	}
+	recordFigure(t, "opencode.subagent.stuck_run", float64(o.stuckRun))
+	recordFigure(t, "opencode.subagent.kill_run", float64(o.killRun))
+	recordFigure(t, "opencode.subagent.runs", float64(o.runs))
+	recordFigure(t, "opencode.subagent.blocked", float64(o.blocked))
+	recordFigure(t, "opencode.subagent.reach_s", math.Round(reach*100)/100)
+}
+
 // openCodeTools writes a healthy session in OpenCode's tool names and
 // arguments.
 var openCodeTools = toolset{
