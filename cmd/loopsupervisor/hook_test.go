@@ -153,6 +153,38 @@ func TestHookBookKeepsSessionsApart(t *testing.T) {
 	assert.Equal(t, decisionAllow, b.decide(call("b", "Bash", `{"command":"x"}`), t0).Decision, "another session's kill blocks nothing here")
 }
 
+// A subagent's calls (Claude Code's hook names it by agent_id) are the
+// subagent's session, which the collector keys by the same id: its kill
+// blocks its repeats, not the main agent's same call, and the other way
+// round.
+func TestHookBookKeepsASubagentApartFromItsMainAgent(t *testing.T) {
+	b := newHookBook(2, func(webhook.Message) { t.Fatal("no kill") }, func(string, ...any) {})
+	sub := func(input string) hookQuery {
+		q := call("s", "Bash", input)
+		q.AgentID = "a110d80caa687bc2c"
+		return q
+	}
+	b.decide(call("s", "Bash", `{"command":"ls"}`), t0)
+	b.decide(sub(`{"command":"ls"}`), t0)
+	b.decide(sub(`{"command":"ls"}`), t0)
+	b.warn("a110d80caa687bc2c", warnBody("a110d80caa687bc2c", "stop", "Bash"), t0)
+	require.True(t, b.hold(killMsg("a110d80caa687bc2c"), t0), "the subagent's session has calls: its kill is held")
+	assert.Equal(t, decisionAllow, b.decide(call("s", "Bash", `{"command":"ls"}`), t0).Decision, "the main agent's same call runs")
+	assert.Equal(t, decisionBlock, b.decide(sub(`{"command":"ls"}`), t0).Decision, "the subagent's repeat is blocked")
+}
+
+// Qwen Code's subagents carry the main agent's session.id in its
+// telemetry, so the collector judges them there: with --format qwen their
+// agent_id is not forwarded, and the hook asks for the main session.
+func TestQwenHookKeepsASubagentInTheMainSession(t *testing.T) {
+	var q hookQuery
+	require.NoError(t, json.Unmarshal(markAfterToolContextOnly([]byte(`{"session_id":"s","agent_id":"a1","tool_name":"run_shell_command"}`)), &q))
+	assert.Equal(t, "s", q.sessionKey())
+	assert.True(t, q.AfterToolContextOnly)
+	q.AgentID = "a1"
+	assert.Equal(t, "a1", q.sessionKey(), "Claude Code's input, forwarded as it is, names the subagent")
+}
+
 func TestHookBookOnlyBlocksTheLoopsTools(t *testing.T) {
 	b := newHookBook(2, func(webhook.Message) {}, func(string, ...any) {})
 	b.decide(call("s", "Read", `{"file_path":"x"}`), t0)

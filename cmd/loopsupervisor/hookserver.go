@@ -81,14 +81,27 @@ const eventBeforeToolGemini = "BeforeTool"
 // fields every agent CLI's hook input has.
 type hookQuery struct {
 	// HookEventName is the CLI's event (PreToolUse, BeforeTool, AfterTool…).
-	HookEventName string          `json:"hook_event_name,omitempty"`
-	SessionID     string          `json:"session_id"`
-	ToolName      string          `json:"tool_name"`
-	ToolInput     json.RawMessage `json:"tool_input,omitempty"`
+	HookEventName string `json:"hook_event_name,omitempty"`
+	SessionID     string `json:"session_id"`
+	// AgentID names the subagent whose call it is (Claude Code's hook
+	// sends it only from within one): a subagent is a session of its own,
+	// named by its id, as the collector keys its calls.
+	AgentID   string          `json:"agent_id,omitempty"`
+	ToolName  string          `json:"tool_name"`
+	ToolInput json.RawMessage `json:"tool_input,omitempty"`
 	// AfterToolContextOnly is set by `loopsupervisor hook --format qwen`:
 	// the CLI drops context given before a tool, so a nudge waits for the
 	// event after it.
 	AfterToolContextOnly bool `json:"loopsupervisor_after_tool_context_only,omitempty"`
+}
+
+// sessionKey is the session the call is the collector's: the subagent's
+// when a subagent makes it.
+func (q hookQuery) sessionKey() string {
+	if q.AgentID != "" {
+		return q.AgentID
+	}
+	return q.SessionID
 }
 
 // afterToolContextOnlyField is hookQuery.AfterToolContextOnly's JSON name.
@@ -280,7 +293,7 @@ func (b *hookBook) hold(msg webhook.Message, now time.Time) bool {
 func (b *hookBook) decide(q hookQuery, now time.Time) hookAnswer {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := b.session(q.SessionID, now)
+	s := b.session(q.sessionKey(), now)
 	s.lastSeen = now
 	if s.armed != nil && !now.Before(s.armed.Body.ExpiresAt) {
 		b.logf("held kill %s expired unused", s.armed.Body.ID)

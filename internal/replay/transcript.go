@@ -40,9 +40,10 @@ const TranscriptResultKey = "tool_response"
 type TranscriptCall struct {
 	// Session is the key the engine tracks the call under: the
 	// transcript's session id (its file name when it has none), and for a
-	// subagent's call "<session>/<agent id>". Each agent loops on its own:
-	// a subagent reading a file its parent just read is not the parent
-	// reading it twice.
+	// subagent's call its agent id, as the collector keys it live
+	// ("<session>/<Task call id>" when the transcript names none). Each
+	// agent loops on its own: a subagent reading a file its parent just
+	// read is not the parent reading it twice.
 	Session string
 	// ParentSession is the session id of the agent that started a
 	// subagent, empty for the main agent's calls.
@@ -219,10 +220,14 @@ func (r *transcriptReader) speaker(l *transcriptLine) lineSpeaker {
 	}
 	agent = cmp.Or(l.AgentID, l.StreamAgentID, agent)
 	parentSession := ""
-	if sub := cmp.Or(agent, parent); sub != "" {
+	if agent != "" {
+		// A subagent is the session its agent_id names, as the collector
+		// keys its calls live (attributes.subagent_session).
+		parentSession, session = session, agent
+	} else if parent != "" {
 		// stream-json from CLIs older than its agent_id names a subagent
 		// only by the Task call that started it.
-		parentSession, session = session, session+"/"+sub
+		parentSession, session = session, session+"/"+parent
 	}
 	return lineSpeaker{session: session, parentSession: parentSession, parent: parent, agent: agent}
 }
@@ -413,7 +418,13 @@ func transcriptRecord(c *TranscriptCall) plog.Logs {
 	lr.Body().SetStr("claude_code.tool_result")
 	m := lr.Attributes()
 	m.PutStr("event.name", "tool_result")
-	m.PutStr("session.id", c.Session)
+	session := c.Session
+	if c.AgentID != "" {
+		// A subagent's record carries the main agent's session.id and its
+		// own agent_id, as Claude Code's do.
+		session = c.ParentSession
+	}
+	m.PutStr("session.id", session)
 	m.PutStr("tool_name", c.Tool)
 	m.PutStr("tool_use_id", c.ID)
 	m.PutStr("tool_input", string(c.Input))

@@ -126,7 +126,7 @@ func TestTranscriptReplaysThroughTheProcessor(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, res.Calls, 3)
 	// The subagent's call is tracked on its own, under a key of its own.
-	for i, want := range []string{"s1", "s1/a1", "s1"} {
+	for i, want := range []string{"s1", "a1", "s1"} {
 		c := res.Calls[i]
 		require.Equal(t, "claude_code", c.Client)
 		require.Equal(t, want, c.Session)
@@ -136,9 +136,13 @@ func TestTranscriptReplaysThroughTheProcessor(t *testing.T) {
 	require.NotEqual(t, res.Calls[0].Fingerprint, uint64(0), "the result is read as the call's evidence")
 	sum := Summarize(cfg, in, res)
 	require.Len(t, sum.Sessions, 2)
-	require.Equal(t, main, sum.Sessions[0].Transcript)
-	require.Equal(t, SessionSummary{Session: "s1/a1", Client: "claude_code", Calls: 1, FinalState: "working",
-		Transcript: filepath.Join(sub, "agent-a1.jsonl"), ParentSession: "s1", StartedBy: "toolu_task"}, sum.Sessions[1])
+	byKey := map[string]SessionSummary{}
+	for _, s := range sum.Sessions {
+		byKey[s.Session] = s
+	}
+	require.Equal(t, main, byKey["s1"].Transcript)
+	require.Equal(t, SessionSummary{Session: "a1", Client: "claude_code", Calls: 1, FinalState: "working",
+		Transcript: filepath.Join(sub, "agent-a1.jsonl"), ParentSession: "s1", StartedBy: "toolu_task"}, byKey["a1"])
 	require.Equal(t, int64(3), sum.Read.TranscriptCalls)
 }
 

@@ -48,6 +48,8 @@ func TestConfigErrorsNameKeyAndValue(t *testing.T) {
 		{"old flat period 0", map[string]any{"max_period": 0}, []string{"periodic_loop.max_period", "got 0"}},
 		{"session under attributes", map[string]any{"attributes": map[string]any{"session": []any{"gen_ai.conversation.id"}}},
 			[]string{"attributes.session", "gen_ai.conversation.id", "session.keys"}},
+		{"subagent session without a key", map[string]any{"attributes": map[string]any{"subagent_session": []any{map[string]any{"client": "claude_code"}}}},
+			[]string{"attributes", "subagent_session[0]", "client and key are required"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := createDefaultConfig()

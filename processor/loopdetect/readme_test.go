@@ -209,6 +209,8 @@ func render(v reflect.Value) string {
 		return s
 	case extract.ClientLines:
 		return x.Client + ": lines starting `" + strings.Join(x.Prefixes, "`, `") + "`"
+	case extract.ClientKey:
+		return x.Client + ": `" + x.Key + "`"
 	case extract.EventKey:
 		s := "event `" + x.Event + "`: `" + x.Key + "`"
 		if x.Event == "" {

@@ -336,6 +336,11 @@ func extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall, declare
 	} else {
 		c.Session, c.SessionSource = sc.traceSession(c.TraceID), "trace_id"
 	}
+	if len(x.keys.SubagentSession) > 0 {
+		if id, key, ok := subagentSession(x, s, c.Client); ok {
+			c.Session, c.SessionSource = id, key
+		}
+	}
 	if text, _, ok := a.firstTextOrResource(&x.slots.agent, res.agentMemo()); ok {
 		c.Agent = text
 	}
@@ -452,6 +457,20 @@ func (x *Extractor) dropResultLines(client, result string) string {
 		}
 	}
 	return result
+}
+
+// subagentSession is the subagent's id a call of client carries in the
+// key SubagentSession names for it, when it has one.
+func subagentSession[S Span](x *Extractor, s S, client string) (id, key string, ok bool) {
+	for i := range x.keys.SubagentSession {
+		if k := &x.keys.SubagentSession[i]; k.Client == client {
+			if v, found := s.Attr(k.Key); found && v.Text() != "" {
+				return v.Text(), k.Key, true
+			}
+			return "", "", false
+		}
+	}
+	return "", "", false
 }
 
 func (x *Extractor) ignoredCallID(id string) bool {

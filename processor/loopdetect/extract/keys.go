@@ -94,6 +94,12 @@ type ClientLines struct {
 	Prefixes []string `mapstructure:"prefixes"`
 }
 
+// ClientKey names, for one client, an attribute key.
+type ClientKey struct {
+	Client string `mapstructure:"client"`
+	Key    string `mapstructure:"key"`
+}
+
 // Keys are the attribute key lists (docs/clients.md), each evaluated in order,
 // first hit wins.
 type Keys struct {
@@ -141,6 +147,14 @@ type Keys struct {
 	// Session keys, looked up on the span, then the resource; empty or no
 	// hit means the trace id.
 	Session []string `mapstructure:"session"`
+	// SubagentSession names, per client, the attribute in which a call of
+	// one of its subagents carries the subagent's id: such a call is the
+	// subagent's session, keyed by that id, whatever Session finds. Claude
+	// Code's subagents (its Agent tool) share the main agent's session.id
+	// in its logs, and run side by side doing the same first reads: each
+	// loops, or not, on its own, and its PreToolUse hook names it by the
+	// same agent_id.
+	SubagentSession []ClientKey `mapstructure:"subagent_session"`
 	// Agent keys, span then resource.
 	Agent []string `mapstructure:"agent"`
 	// InputTokens and OutputTokens are the token usage keys of LLM spans
@@ -262,6 +276,7 @@ func DefaultKeys() Keys {
 				DropLines: []string{"Process Group PGID: ", "Background PIDs: ", "<hook_context>"},
 			},
 		},
+		SubagentSession: []ClientKey{{Client: "claude_code", Key: "agent_id"}},
 		ResultDropLines: []ClientLines{
 			{Client: "codex_cli", Prefixes: []string{"Chunk ID: ", "Wall time: "}},
 		},
@@ -351,6 +366,11 @@ func (k Keys) Validate() error {
 	for i, m := range k.ToolSpanNames {
 		if m.Name == "" && m.Prefix == "" {
 			errs = append(errs, fmt.Errorf("tool_span_names[%d]: name or prefix is required", i))
+		}
+	}
+	for i, k := range k.SubagentSession {
+		if k.Client == "" || k.Key == "" {
+			errs = append(errs, fmt.Errorf("subagent_session[%d]: client and key are required", i))
 		}
 	}
 	for _, l := range [...]struct {

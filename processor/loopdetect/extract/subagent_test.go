@@ -1,0 +1,52 @@
+package extract_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/canon"
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/extract"
+)
+
+// Claude Code's subagents share the main agent's session.id in its logs;
+// each is a session of its own, named by its agent_id as the hook names
+// it. Only the client whose key it is reads it.
+func TestSubagentCallIsTheSubagentsSession(t *testing.T) {
+	keys := extract.DefaultKeys()
+	keys.Session = []string{"gen_ai.conversation.id", "session.id"}
+	x := extract.New(keys, canon.NewNormalizer(canon.DefaultNormalizerConfig()))
+	claude := func(extra map[string]any) fakeSpan {
+		attrs := map[string]any{
+			"event.name": "tool_result", "tool_name": "Bash", "success": "true", "tool_use_id": "toolu_1",
+			"tool_parameters": `{"full_command":"ls -la"}`, "session.id": "s-1",
+		}
+		for k, v := range extra {
+			attrs[k] = v
+		}
+		return fakeSpan{name: "claude_code.tool_result", attrs: attrs}
+	}
+	tests := []struct {
+		name             string
+		span             fakeSpan
+		session, fromKey string
+	}{
+		{"a main-thread call is the session's", claude(nil), "s-1", "session.id"},
+		{"a subagent's call is the subagent's", claude(map[string]any{"agent_id": "a110d80caa687bc2c"}), "a110d80caa687bc2c", "agent_id"},
+		{"over the span's conversation id too", claude(map[string]any{"agent_id": "a1", "gen_ai.conversation.id": "conv"}), "a1", "agent_id"},
+		{"an empty agent id names no subagent", claude(map[string]any{"agent_id": ""}), "s-1", "session.id"},
+		{"another client's agent_id is not a subagent's", fakeSpan{name: "execute_tool x", attrs: map[string]any{
+			"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search", "gen_ai.tool.call.arguments": `{"q":1}`,
+			"session.id": "s-2", "agent_id": "planner",
+		}}, "s-2", "session.id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, ok := run(t, x, tt.span)
+			require.True(t, ok)
+			assert.Equal(t, tt.session, c.Session)
+			assert.Equal(t, tt.fromKey, c.SessionSource)
+		})
+	}
+}
