@@ -72,13 +72,14 @@ func (f figure) heldText() string {
 }
 
 const (
-	loopTest     = "TestClaudeCodeLoopIsStoppedWithinACall"
-	geminiTest   = "TestGeminiCLILoopIsStoppedWithinACall"
-	latencyTest  = "TestClaudeCodeHookLatency"
-	codexTest    = "TestCodexCLILoopIsStoppedWithinACall"
-	qwenTest     = "TestQwenCodeLoopIsStoppedWithinACall"
-	openCodeTest = "TestOpenCodeLoopIsStoppedWithinACall"
-	subagentTest = "TestOpenCodeSubagentLoopIsStopped"
+	loopTest      = "TestClaudeCodeLoopIsStoppedWithinACall"
+	geminiTest    = "TestGeminiCLILoopIsStoppedWithinACall"
+	latencyTest   = "TestClaudeCodeHookLatency"
+	codexTest     = "TestCodexCLILoopIsStoppedWithinACall"
+	qwenTest      = "TestQwenCodeLoopIsStoppedWithinACall"
+	openCodeTest  = "TestOpenCodeLoopIsStoppedWithinACall"
+	subagentTest  = "TestOpenCodeSubagentLoopIsStopped"
+	claudeSubTest = "TestClaudeCodeSubagentLoopIsStopped"
 )
 
 // killReachHeld is what the tests hold of a looping run's count at the
@@ -100,6 +101,13 @@ var figures = func() []figure {
 		)
 	}
 	fs = append(fs, decisionFigures("claude", "Claude Code", loopTest)...)
+	fs = append(fs,
+		figure{key: "claude.subagent.stuck_run", what: "Claude Code, HTTP hook, a subagent (Agent) that loops and ignores the nudge: the loop's run at which the collector found the subagent's session stuck", test: claudeSubTest, lo: 2, hi: 2},
+		figure{key: "claude.subagent.kill_run", what: "… the run at which it decided the kill", test: claudeSubTest, lo: 5, hi: 5},
+		figure{key: "claude.subagent.runs", what: "… runs of the loop's call", test: claudeSubTest, lo: 5, hi: math.NaN(), held: killReachHeld},
+		figure{key: "claude.subagent.blocked", what: "… calls blocked before the kill was carried out", test: claudeSubTest, lo: 3, hi: 3},
+		figure{key: "claude.subagent.reach_s", what: "… seconds from the start of the run that decided the kill to the loop's last run", test: claudeSubTest, lo: 0, hi: killReach, unit: "s"},
+	)
 	fs = append(fs, decisionFigures("gemini", "Gemini CLI", geminiTest)...)
 	fs = append(fs, loopFigures("gemini", "Gemini CLI, command hooks", geminiTest, true)...)
 	fs = append(fs,
@@ -387,6 +395,8 @@ func docClaims(v map[string][]float64) map[string][]string {
 				valueRange(v["qwen.cycle.stuck_run"]), valueRange(v["qwen.cycle.kill_run"]), valueRange(v["qwen.cycle.blocked"])),
 			fmt.Sprintf("stuck at the loop's run %s, kill decided at run %s; a model that ignores the nudge ran it %s times, then %s calls were blocked and OpenCode was killed (exit 86); one that obeys changed course after %s runs, none blocked, not killed.",
 				valueRange(v["opencode.decision.stuck_run"]), valueRange(v["opencode.decision.kill_run"]), valueRange(v["opencode.ignore.runs"]), valueRange(v["opencode.ignore.blocked"]), valueRange(v["opencode.obey.runs"])),
+			fmt.Sprintf("a subagent that loops on the incident's call and ignores the nudge: stuck at its run %s, kill decided at run %s, it ran the call %s times, then %s calls were blocked and Claude Code was killed (exit 86).",
+				valueRange(v["claude.subagent.stuck_run"]), valueRange(v["claude.subagent.kill_run"]), valueRange(v["claude.subagent.runs"]), valueRange(v["claude.subagent.blocked"])),
 			fmt.Sprintf("subagent's session was stuck at its run %s, kill decided at run %s; it ran the call %s times, then %s calls were blocked and OpenCode was killed (exit 86).",
 				valueRange(v["opencode.subagent.stuck_run"]), valueRange(v["opencode.subagent.kill_run"]), valueRange(v["opencode.subagent.runs"]), valueRange(v["opencode.subagent.blocked"])),
 		},

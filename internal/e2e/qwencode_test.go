@@ -121,8 +121,12 @@ func TestQwenCodeLoopIsStoppedWithinACall(t *testing.T) {
 		recordFigure(t, "qwen.cycle.kill_run", float64(o.killRun))
 		recordFigure(t, "qwen.cycle.blocked", float64(o.blocked))
 		recordFigure(t, "qwen.cycle.reach_s", math.Round(reach*100)/100)
-		if o.heardAfter == 0 || o.heardAfter > o.killRun {
-			t.Errorf("want the nudge to have reached the model before the kill (heard after run %d, kill at %d)\n%s", o.heardAfter, o.killRun, r)
+		// As for every CLI (holdKilled): Qwen Code takes context only after
+		// a call, so a warn decided with the kill (telemetry of two runs in
+		// one export) reaches the model with the first blocked call, whose
+		// reason carries the nudge.
+		if o.heardAfter == 0 || o.heardAfter > o.killRun+1 {
+			t.Errorf("want the nudge to have reached the model by the first blocked call (heard after run %d, kill at %d)\n%s", o.heardAfter, o.killRun, r)
 		}
 	})
 	t.Run("a model that repeats the same call is ended by Qwen Code itself", func(t *testing.T) {

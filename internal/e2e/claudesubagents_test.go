@@ -1,0 +1,77 @@
+//go:build unix
+
+package e2e
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/otelcol-loop/otelcol-loop/internal/agentcli"
+)
+
+// Claude Code's subagents (its Agent tool) share the main agent's
+// session.id in its logs and often run side by side; its traces give each
+// a conversation id of its own, and its hook names each by agent_id. The
+// collector keys a subagent's calls by its agent_id either way
+// (attributes.subagent_session), and so does the supervisor's hook.
+
+// claudeSubagentMarker starts the prompt of every subagent the main agent
+// starts, which tells the scripted model whose conversation it answers.
+const claudeSubagentMarker = "[subagent]"
+
+// claudeDelegate is the main agent's call of a general-purpose subagent.
+func claudeDelegate(what string) agentcli.Turn {
+	return agentcli.Call("Agent", map[string]any{
+		"description":   "survey " + what,
+		"prompt":        claudeSubagentMarker + " Survey the repository for " + what + " and report.",
+		"subagent_type": "general-purpose",
+	})
+}
+
+// TestClaudeCodeSubagentsSideBySideAreNeverBlocked: five subagents that
+// Claude Code runs side by side, each making the same first reads, are
+// five agents working, not one agent repeating itself: on the logs (which
+// carry the main session.id on every subagent's call) and on the README's
+// traces, none is blocked and no kill is decided.
+func TestClaudeCodeSubagentsSideBySideAreNeverBlocked(t *testing.T) {
+	t.Parallel()
+	model := agentcli.Delegating{
+		Main: agentcli.Script(healthyDone, claudeDelegate("tests"), claudeDelegate("docs"), claudeDelegate("build files"),
+			claudeDelegate("licences"), claudeDelegate("scripts")),
+		Sub: agentcli.Script("survey done",
+			agentcli.Bash("ls -la"),
+			agentcli.Bash("cat README.md 2>/dev/null || echo no readme"),
+			agentcli.Bash("git status 2>&1 | head -3"),
+		),
+		Marker: claudeSubagentMarker,
+	}
+	for _, recipe := range []bool{false, true} {
+		t.Run(fmt.Sprintf("README recipe %v", recipe), func(t *testing.T) {
+			t.Parallel()
+			checkHealthy(t, runClaudeTelemetry(t, model, httpHook, recipe))
+		})
+	}
+}
+
+// TestClaudeCodeSubagentLoopIsStopped: the main agent hands the work to a
+// subagent that loops on the incident's call and ignores the nudge. The
+// collector judges the subagent's own session, the hook hears its calls
+// under the same key: the nudge reaches the subagent's model, its repeats
+// are blocked, and Claude Code is killed.
+func TestClaudeCodeSubagentLoopIsStopped(t *testing.T) {
+	t.Parallel()
+	r := runClaude(t, agentcli.Delegating{
+		Main:   agentcli.Script("the subagent reported back", claudeDelegate("the open issues")),
+		Sub:    agentcli.Loop{Repeat: ghLoop, MaxRepeats: 60},
+		Marker: claudeSubagentMarker,
+	}, httpHook)
+	o := measureLoop(t, r, 0)
+	t.Logf("subagent's loop: %+v; result %s", o, r.result)
+	reach := holdKilled(t, r, o)
+	recordFigure(t, "claude.subagent.stuck_run", float64(o.stuckRun))
+	recordFigure(t, "claude.subagent.kill_run", float64(o.killRun))
+	recordFigure(t, "claude.subagent.runs", float64(o.runs))
+	recordFigure(t, "claude.subagent.blocked", float64(o.blocked))
+	recordFigure(t, "claude.subagent.reach_s", math.Round(reach*100)/100)
+}
