@@ -173,17 +173,12 @@ func readStdin(r io.Reader, limit time.Duration) ([]byte, error) {
 // markAfterToolContextOnly adds to a hook input the field that tells the
 // supervisor this CLI reads context only after a tool; an input that is
 // not a JSON object is forwarded as it is (the supervisor refuses it).
-// It is Qwen Code's, whose subagents' calls carry the main agent's
-// session.id in its telemetry: the collector judges them in that session,
-// so the agent_id its hook names them by is not forwarded (the supervisor
-// would key them apart).
 func markAfterToolContextOnly(in []byte) []byte {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(in, &m) != nil || m == nil {
 		return in
 	}
 	m[afterToolContextOnlyField] = json.RawMessage("true")
-	delete(m, "agent_id")
 	b, err := json.Marshal(m)
 	if err != nil {
 		return in

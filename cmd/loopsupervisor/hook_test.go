@@ -173,18 +173,6 @@ func TestHookBookKeepsASubagentApartFromItsMainAgent(t *testing.T) {
 	assert.Equal(t, decisionBlock, b.decide(sub(`{"command":"ls"}`), t0).Decision, "the subagent's repeat is blocked")
 }
 
-// Qwen Code's subagents carry the main agent's session.id in its
-// telemetry, so the collector judges them there: with --format qwen their
-// agent_id is not forwarded, and the hook asks for the main session.
-func TestQwenHookKeepsASubagentInTheMainSession(t *testing.T) {
-	var q hookQuery
-	require.NoError(t, json.Unmarshal(markAfterToolContextOnly([]byte(`{"session_id":"s","agent_id":"a1","tool_name":"run_shell_command"}`)), &q))
-	assert.Equal(t, "s", q.sessionKey())
-	assert.True(t, q.AfterToolContextOnly)
-	q.AgentID = "a1"
-	assert.Equal(t, "a1", q.sessionKey(), "Claude Code's input, forwarded as it is, names the subagent")
-}
-
 func TestHookBookOnlyBlocksTheLoopsTools(t *testing.T) {
 	b := newHookBook(2, func(webhook.Message) {}, func(string, ...any) {})
 	b.decide(call("s", "Read", `{"file_path":"x"}`), t0)

@@ -83,9 +83,9 @@ type hookQuery struct {
 	// HookEventName is the CLI's event (PreToolUse, BeforeTool, AfterTool…).
 	HookEventName string `json:"hook_event_name,omitempty"`
 	SessionID     string `json:"session_id"`
-	// AgentID names the subagent whose call it is (Claude Code's hook
-	// sends it only from within one): a subagent is a session of its own,
-	// named by its id, as the collector keys its calls.
+	// AgentID names the subagent whose call it is (Claude Code's and Qwen
+	// Code's hooks send it only from within one): a subagent is a session
+	// of its own, named by its id, as the collector keys Claude Code's.
 	AgentID   string          `json:"agent_id,omitempty"`
 	ToolName  string          `json:"tool_name"`
 	ToolInput json.RawMessage `json:"tool_input,omitempty"`

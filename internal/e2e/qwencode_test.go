@@ -160,3 +160,58 @@ func TestQwenCodeHealthySessionsAreNeverBlocked(t *testing.T) {
 		checkCodingSession(t, runQwen(t, codingSession(qwenTools), true))
 	})
 }
+
+// qwenDelegate is the main agent's call of Qwen Code's general-purpose
+// subagent, whose prompt starts with marker.
+func qwenDelegate(marker, what string) agentcli.Turn {
+	return agentcli.Call("agent", map[string]any{
+		"description":       "survey " + what,
+		"prompt":            marker + " Survey the repository for " + what + " and report.",
+		"subagent_type":     "general-purpose",
+		"run_in_background": false,
+	})
+}
+
+// TestQwenCodeSubagentLoopIsKilled: a subagent that varies its loop's call
+// (Qwen Code ends a repeated one itself) is its own session, stuck and
+// killed as the main agent's loop is; the hook cannot hold the kill for
+// blocks, since it hears the subagent under the main session, so the kill
+// is carried out at once.
+func TestQwenCodeSubagentLoopIsKilled(t *testing.T) {
+	t.Parallel()
+	const marker = "[subagent]"
+	r := runQwen(t, agentcli.Delegating{
+		Main:   agentcli.Script("reported", qwenDelegate(marker, "the open issues")),
+		Sub:    cycling(nil, qwenCycle, 60),
+		Marker: marker,
+	}, true)
+	o := measureLoop(t, r, 0)
+	t.Logf("subagent's loop: %+v; result %s", o, r.result)
+	if r.exit != 86 || o.killRun == 0 || r.stuckKills() != 1 {
+		t.Fatalf("want one kill decided (at run %d; %d logged) and carried out (exit 86)\n%s", o.killRun, r.stuckKills(), r)
+	}
+	if o.blocked != 0 {
+		t.Errorf("want the kill carried out at once, got %d calls blocked first\n%s", o.blocked, r)
+	}
+	holdKillReach(t, r, o)
+}
+
+// TestQwenCodeSubagentsAreNeverBlocked: five subagents (Qwen Code's agent
+// tool, its general-purpose agent) one after another, each making the same
+// three calls, are five agents working, not one repeating itself: their
+// spans carry the main agent's session.id, each subagent's under a span of
+// its own (attributes.subagent_spans). None is blocked, no kill decided.
+func TestQwenCodeSubagentsAreNeverBlocked(t *testing.T) {
+	t.Parallel()
+	const marker = "[subagent]"
+	delegate := func(what string) agentcli.Turn { return qwenDelegate(marker, what) }
+	checkHealthy(t, runQwen(t, agentcli.Delegating{
+		Main: agentcli.Script(healthyDone, delegate("tests"), delegate("docs"), delegate("build files"), delegate("licences"), delegate("scripts")),
+		Sub: agentcli.Script("survey done",
+			agentcli.Shell("ls -la"),
+			agentcli.Shell("cat README.md 2>/dev/null || echo no readme"),
+			agentcli.Shell("git status 2>&1 | head -3"),
+		),
+		Marker: marker,
+	}, true))
+}

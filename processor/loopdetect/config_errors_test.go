@@ -50,6 +50,8 @@ func TestConfigErrorsNameKeyAndValue(t *testing.T) {
 			[]string{"attributes.session", "gen_ai.conversation.id", "session.keys"}},
 		{"subagent session without a key", map[string]any{"attributes": map[string]any{"subagent_session": []any{map[string]any{"client": "claude_code"}}}},
 			[]string{"attributes", "subagent_session[0]", "client and key are required"}},
+		{"subagent spans without the main agent", map[string]any{"attributes": map[string]any{"subagent_spans": []any{map[string]any{"name": "qwen-code.tool"}}}},
+			[]string{"attributes", "subagent_spans[0]", "name and main_agent are required"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := createDefaultConfig()

@@ -211,6 +211,8 @@ func render(v reflect.Value) string {
 		return x.Client + ": lines starting `" + strings.Join(x.Prefixes, "`, `") + "`"
 	case extract.ClientKey:
 		return x.Client + ": `" + x.Key + "`"
+	case extract.SubagentSpan:
+		return "`" + x.Name + "` not of `" + x.MainAgent + "`"
 	case extract.EventKey:
 		s := "event `" + x.Event + "`: `" + x.Key + "`"
 		if x.Event == "" {

@@ -145,24 +145,38 @@ type Scratch struct {
 	// trace mostly come together.
 	hexOf [16]byte
 	hexOK bool
-	attrs AttrSink
-	res   resourceMemo
+	// spanHex spells a subagent's session, its span's id (spanSession).
+	spanHex [16]byte
+	attrs   AttrSink
+	res     resourceMemo
 }
 
 // traceSession is the session key of trace id tid, its hex text; it points
 // into sc.
 func (sc *Scratch) traceSession(tid [16]byte) string {
 	if !sc.hexOK || sc.hexOf != tid {
-		// Four bytes' digits to a word: a byte at a time was nearly half
-		// of what a model span of an untracked session costs per trace.
-		for i := 0; i < len(tid); i += 4 {
-			w := uint64(hexPairs[tid[i]]) | uint64(hexPairs[tid[i+1]])<<16 |
-				uint64(hexPairs[tid[i+2]])<<32 | uint64(hexPairs[tid[i+3]])<<48
-			binary.LittleEndian.PutUint64(sc.traceHex[2*i:], w)
-		}
+		putHex(sc.traceHex[:], tid[:])
 		sc.hexOf, sc.hexOK = tid, true
 	}
 	return unsafe.String(&sc.traceHex[0], len(sc.traceHex))
+}
+
+// spanSession is the session key of a subagent whose calls are under
+// span id, its hex text; it points into sc.
+func (sc *Scratch) spanSession(id [8]byte) string {
+	putHex(sc.spanHex[:], id[:])
+	return unsafe.String(&sc.spanHex[0], len(sc.spanHex))
+}
+
+// putHex spells src, whole words of 4 bytes, into dst in lower-case hex.
+// Four bytes' digits go to a word: a byte at a time was nearly half of
+// what a model span of an untracked session costs per trace.
+func putHex(dst, src []byte) {
+	for i := 0; i+4 <= len(src); i += 4 {
+		w := uint64(hexPairs[src[i]]) | uint64(hexPairs[src[i+1]])<<16 |
+			uint64(hexPairs[src[i+2]])<<32 | uint64(hexPairs[src[i+3]])<<48
+		binary.LittleEndian.PutUint64(dst[2*i:], w)
+	}
 }
 
 // hexPairs holds each byte's two lower-case hex digits, the first in the
@@ -344,6 +358,9 @@ func extract[S Span](x *Extractor, s S, sc *Scratch, c *engine.ToolCall, declare
 	if text, _, ok := a.firstTextOrResource(&x.slots.agent, res.agentMemo()); ok {
 		c.Agent = text
 	}
+	if c.Agent != "" && len(x.keys.SubagentSpans) > 0 && x.subagentSpan(s.Name(), c.Agent) && c.ParentSpanID != ([8]byte{}) {
+		c.Session, c.SessionSource = sc.spanSession(c.ParentSpanID), "parent_span_id"
+	}
 	if res != nil && res.hasTarget {
 		c.Target = res.target // most spans: the shared resource was read
 	} else {
@@ -471,6 +488,17 @@ func subagentSession[S Span](x *Extractor, s S, client string) (id, key string, 
 		}
 	}
 	return "", "", false
+}
+
+// subagentSpan reports whether a tool span named name, of agent, is one
+// of a client's subagents' (SubagentSpans).
+func (x *Extractor) subagentSpan(name, agent string) bool {
+	for i := range x.keys.SubagentSpans {
+		if sp := &x.keys.SubagentSpans[i]; sp.Name == name && sp.MainAgent != agent {
+			return true
+		}
+	}
+	return false
 }
 
 func (x *Extractor) ignoredCallID(id string) bool {

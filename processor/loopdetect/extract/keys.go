@@ -100,6 +100,13 @@ type ClientKey struct {
 	Key    string `mapstructure:"key"`
 }
 
+// SubagentSpan names the tool spans of a client's subagents: Name, the
+// span's name, for an agent other than MainAgent, the client's own.
+type SubagentSpan struct {
+	Name      string `mapstructure:"name"`
+	MainAgent string `mapstructure:"main_agent"`
+}
+
 // Keys are the attribute key lists (docs/clients.md), each evaluated in order,
 // first hit wins.
 type Keys struct {
@@ -155,6 +162,14 @@ type Keys struct {
 	// loops, or not, on its own, and its PreToolUse hook names it by the
 	// same agent_id.
 	SubagentSession []ClientKey `mapstructure:"subagent_session"`
+	// SubagentSpans name the tool spans a client's subagents make under a
+	// span of their own with no id of theirs on the call: such a span
+	// whose agent (Agent) is not the client's own is the subagent's
+	// session, keyed by its parent span's id. Qwen Code's subagents'
+	// qwen-code.tool spans carry the main agent's session.id and the
+	// subagent's type as gen_ai.agent.name, each subagent's calls under
+	// its own qwen-code.subagent span.
+	SubagentSpans []SubagentSpan `mapstructure:"subagent_spans"`
 	// Agent keys, span then resource.
 	Agent []string `mapstructure:"agent"`
 	// InputTokens and OutputTokens are the token usage keys of LLM spans
@@ -277,6 +292,7 @@ func DefaultKeys() Keys {
 			},
 		},
 		SubagentSession: []ClientKey{{Client: "claude_code", Key: "agent_id"}},
+		SubagentSpans:   []SubagentSpan{{Name: "qwen-code.tool", MainAgent: "qwen-code"}},
 		ResultDropLines: []ClientLines{
 			{Client: "codex_cli", Prefixes: []string{"Chunk ID: ", "Wall time: "}},
 		},
@@ -371,6 +387,11 @@ func (k Keys) Validate() error {
 	for i, k := range k.SubagentSession {
 		if k.Client == "" || k.Key == "" {
 			errs = append(errs, fmt.Errorf("subagent_session[%d]: client and key are required", i))
+		}
+	}
+	for i, sp := range k.SubagentSpans {
+		if sp.Name == "" || sp.MainAgent == "" {
+			errs = append(errs, fmt.Errorf("subagent_spans[%d]: name and main_agent are required", i))
 		}
 	}
 	for _, l := range [...]struct {

@@ -50,3 +50,40 @@ func TestSubagentCallIsTheSubagentsSession(t *testing.T) {
 		})
 	}
 }
+
+// Qwen Code's subagents' tool spans carry the main agent's session.id and
+// the subagent's type as their agent, each subagent's under a span of its
+// own: a subagent is the session its span names.
+func TestSubagentSpanIsTheSubagentsSession(t *testing.T) {
+	keys := extract.DefaultKeys()
+	keys.Session = []string{"gen_ai.conversation.id", "session.id"}
+	x := extract.New(keys, canon.NewNormalizer(canon.DefaultNormalizerConfig()))
+	qwen := func(agent string, parent byte) fakeSpan {
+		return fakeSpan{name: "qwen-code.tool", parentID: parent, attrs: map[string]any{
+			"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "run_shell_command", "gen_ai.agent.name": agent,
+			"gen_ai.tool.call.arguments": `{"command":"ls -la"}`, "session.id": "s-1",
+		}}
+	}
+	tests := []struct {
+		name             string
+		span             fakeSpan
+		session, fromKey string
+	}{
+		{"the main agent's call is the session's", qwen("qwen-code", 0x2a), "s-1", "session.id"},
+		{"a subagent's call is its span's", qwen("general-purpose", 0x2a), "2a00000000000000", "parent_span_id"},
+		{"another subagent's is another's", qwen("general-purpose", 0x2b), "2b00000000000000", "parent_span_id"},
+		{"a call with no parent span stays in the session", qwen("general-purpose", 0), "s-1", "session.id"},
+		{"another span's agent is no subagent", fakeSpan{name: "execute_tool search", parentID: 0x2a, attrs: map[string]any{
+			"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search", "gen_ai.agent.name": "planner",
+			"gen_ai.tool.call.arguments": `{"q":1}`, "session.id": "s-2",
+		}}, "s-2", "session.id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, ok := run(t, x, tt.span)
+			require.True(t, ok)
+			assert.Equal(t, tt.session, c.Session)
+			assert.Equal(t, tt.fromKey, c.SessionSource)
+		})
+	}
+}
