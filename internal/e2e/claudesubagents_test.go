@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"fmt"
-	"math"
 	"testing"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/agentcli"
@@ -66,12 +65,5 @@ func TestClaudeCodeSubagentLoopIsStopped(t *testing.T) {
 		Sub:    agentcli.Loop{Repeat: ghLoop, MaxRepeats: 60},
 		Marker: claudeSubagentMarker,
 	}, httpHook)
-	o := measureLoop(t, r, 0)
-	t.Logf("subagent's loop: %+v; result %s", o, r.result)
-	reach := holdKilled(t, r, o)
-	recordFigure(t, "claude.subagent.stuck_run", float64(o.stuckRun))
-	recordFigure(t, "claude.subagent.kill_run", float64(o.killRun))
-	recordFigure(t, "claude.subagent.runs", float64(o.runs))
-	recordFigure(t, "claude.subagent.blocked", float64(o.blocked))
-	recordFigure(t, "claude.subagent.reach_s", math.Round(reach*100)/100)
+	holdSubagentKilled(t, "claude", r)
 }

@@ -101,13 +101,7 @@ var figures = func() []figure {
 		)
 	}
 	fs = append(fs, decisionFigures("claude", "Claude Code", loopTest)...)
-	fs = append(fs,
-		figure{key: "claude.subagent.stuck_run", what: "Claude Code, HTTP hook, a subagent (Agent) that loops and ignores the nudge: the loop's run at which the collector found the subagent's session stuck", test: claudeSubTest, lo: 2, hi: 2},
-		figure{key: "claude.subagent.kill_run", what: "… the run at which it decided the kill", test: claudeSubTest, lo: 5, hi: 5},
-		figure{key: "claude.subagent.runs", what: "… runs of the loop's call", test: claudeSubTest, lo: 5, hi: math.NaN(), held: killReachHeld},
-		figure{key: "claude.subagent.blocked", what: "… calls blocked before the kill was carried out", test: claudeSubTest, lo: 3, hi: 3},
-		figure{key: "claude.subagent.reach_s", what: "… seconds from the start of the run that decided the kill to the loop's last run", test: claudeSubTest, lo: 0, hi: killReach, unit: "s"},
-	)
+	fs = append(fs, subagentFigures("claude", "Claude Code, HTTP hook, a subagent (Agent)", claudeSubTest)...)
 	fs = append(fs, decisionFigures("gemini", "Gemini CLI", geminiTest)...)
 	fs = append(fs, loopFigures("gemini", "Gemini CLI, command hooks", geminiTest, true)...)
 	fs = append(fs,
@@ -141,13 +135,7 @@ var figures = func() []figure {
 	)
 	fs = append(fs, decisionFigures("opencode", "OpenCode", openCodeTest)...)
 	fs = append(fs, loopFigures("opencode", "OpenCode, plugin", openCodeTest, false)...)
-	fs = append(fs,
-		figure{key: "opencode.subagent.stuck_run", what: "OpenCode, a subagent (task) that loops and ignores the nudge: the loop's run at which the collector found the subagent's session stuck", test: subagentTest, lo: 2, hi: 2},
-		figure{key: "opencode.subagent.kill_run", what: "… the run at which it decided the kill", test: subagentTest, lo: 5, hi: 5},
-		figure{key: "opencode.subagent.runs", what: "… runs of the loop's call", test: subagentTest, lo: 5, hi: math.NaN(), held: killReachHeld},
-		figure{key: "opencode.subagent.blocked", what: "… calls blocked before the kill was carried out", test: subagentTest, lo: 3, hi: 3},
-		figure{key: "opencode.subagent.reach_s", what: "… seconds from the start of the run that decided the kill to the loop's last run", test: subagentTest, lo: 0, hi: killReach, unit: "s"},
-	)
+	fs = append(fs, subagentFigures("opencode", "OpenCode, a subagent (task)", subagentTest)...)
 	fs = append(fs, figure{key: "latency.http_minus_noop.median", what: "the HTTP hook's time minus the no-op command hook's, call by call: median", test: latencyTest, lo: math.Inf(-1), hi: 0, held: "≤ 0", unit: "ms"})
 	return fs
 }()
@@ -177,6 +165,42 @@ func loopFigures(key, how, test string, afterKill bool) []figure {
 		figure{key: key + ".ignore.blocked", what: "… calls blocked before the kill was carried out", test: test, lo: 3, hi: 3},
 		figure{key: key + ".ignore.reach_s", what: "… seconds from the start of the run that decided the kill to the loop's last run", test: test, lo: 0, hi: killReach, unit: "s"},
 	)
+}
+
+// subagentFigures are what a CLI's subagent (who: the CLI and how its
+// subagent is started) that loops and ignores the nudge did in its test.
+func subagentFigures(key, who, test string) []figure {
+	return []figure{
+		{key: key + ".subagent.stuck_run", what: who + " that loops and ignores the nudge: the loop's run at which the collector found the subagent's session stuck", test: test, lo: 2, hi: 2},
+		{key: key + ".subagent.kill_run", what: "… the run at which it decided the kill", test: test, lo: 5, hi: 5},
+		{key: key + ".subagent.runs", what: "… runs of the loop's call", test: test, lo: 5, hi: math.NaN(), held: killReachHeld},
+		{key: key + ".subagent.blocked", what: "… calls blocked before the kill was carried out", test: test, lo: 3, hi: 3},
+		{key: key + ".subagent.reach_s", what: "… seconds from the start of the run that decided the kill to the loop's last run", test: test, lo: 0, hi: killReach, unit: "s"},
+	}
+}
+
+// holdSubagentKilled holds of a run whose subagent looped, ignoring the
+// nudge, what holdKilled holds of a main agent's loop, and records its
+// subagentFigures under key.
+func holdSubagentKilled(t *testing.T, key string, r agentRun) {
+	t.Helper()
+	o := measureLoop(t, r, 0)
+	t.Logf("subagent's loop: %+v; result %s", o, r.result)
+	reach := holdKilled(t, r, o)
+	sessions := map[string]bool{}
+	for _, tr := range r.transitions(t, nil) {
+		if tr.To == "stuck" || tr.Kill {
+			sessions[tr.Session] = true
+		}
+	}
+	if len(sessions) != 1 {
+		t.Errorf("want the warn and the kill of one session, the subagent's; got %v\n%s", sessions, r)
+	}
+	recordFigure(t, key+".subagent.stuck_run", float64(o.stuckRun))
+	recordFigure(t, key+".subagent.kill_run", float64(o.killRun))
+	recordFigure(t, key+".subagent.runs", float64(o.runs))
+	recordFigure(t, key+".subagent.blocked", float64(o.blocked))
+	recordFigure(t, key+".subagent.reach_s", math.Round(reach*100)/100)
 }
 
 func figureByKey(key string) (figure, bool) {

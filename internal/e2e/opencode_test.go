@@ -101,21 +101,7 @@ func TestOpenCodeSubagentLoopIsStopped(t *testing.T) {
 		Sub:    agentcli.Loop{Repeat: openCodeLoop, MaxRepeats: 60},
 		Marker: openCodeSubagentMarker,
 	}, true)
-	o := measureLoop(t, r, 0)
-	t.Logf("subagent's loop: %+v; result %s", o, r.result)
-	reach := holdKilled(t, r, o)
-	sessions := map[string]bool{}
-	for _, tr := range r.transitions(t, nil) {
-		sessions[tr.Session] = true
-	}
-	if len(sessions) != 1 {
-		t.Errorf("want the verdicts of one session, the subagent's; got %v\n%s", sessions, r)
-	}
-	recordFigure(t, "opencode.subagent.stuck_run", float64(o.stuckRun))
-	recordFigure(t, "opencode.subagent.kill_run", float64(o.killRun))
-	recordFigure(t, "opencode.subagent.runs", float64(o.runs))
-	recordFigure(t, "opencode.subagent.blocked", float64(o.blocked))
-	recordFigure(t, "opencode.subagent.reach_s", math.Round(reach*100)/100)
+	holdSubagentKilled(t, "opencode", r)
 }
 
 // openCodeTools writes a healthy session in OpenCode's tool names and

@@ -27,11 +27,7 @@ func TestSubagentCallIsTheSubagentsSession(t *testing.T) {
 		}
 		return fakeSpan{name: "claude_code.tool_result", attrs: attrs}
 	}
-	tests := []struct {
-		name             string
-		span             fakeSpan
-		session, fromKey string
-	}{
+	checkSessions(t, x, []sessionCase{
 		{"a main-thread call is the session's", claude(nil), "s-1", "session.id"},
 		{"a subagent's call is the subagent's", claude(map[string]any{"agent_id": "a110d80caa687bc2c"}), "a110d80caa687bc2c", "agent_id"},
 		{"over the span's conversation id too", claude(map[string]any{"agent_id": "a1", "gen_ai.conversation.id": "conv"}), "a1", "agent_id"},
@@ -40,15 +36,7 @@ func TestSubagentCallIsTheSubagentsSession(t *testing.T) {
 			"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search", "gen_ai.tool.call.arguments": `{"q":1}`,
 			"session.id": "s-2", "agent_id": "planner",
 		}}, "s-2", "session.id"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c, ok := run(t, x, tt.span)
-			require.True(t, ok)
-			assert.Equal(t, tt.session, c.Session)
-			assert.Equal(t, tt.fromKey, c.SessionSource)
-		})
-	}
+	})
 }
 
 // Qwen Code's subagents' tool spans carry the main agent's session.id and
@@ -64,11 +52,7 @@ func TestSubagentSpanIsTheSubagentsSession(t *testing.T) {
 			"gen_ai.tool.call.arguments": `{"command":"ls -la"}`, "session.id": "s-1",
 		}}
 	}
-	tests := []struct {
-		name             string
-		span             fakeSpan
-		session, fromKey string
-	}{
+	checkSessions(t, x, []sessionCase{
 		{"the main agent's call is the session's", qwen("qwen-code", 0x2a), "s-1", "session.id"},
 		{"a subagent's call is its span's", qwen("general-purpose", 0x2a), "2a00000000000000", "parent_span_id"},
 		{"another subagent's is another's", qwen("general-purpose", 0x2b), "2b00000000000000", "parent_span_id"},
@@ -77,8 +61,20 @@ func TestSubagentSpanIsTheSubagentsSession(t *testing.T) {
 			"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search", "gen_ai.agent.name": "planner",
 			"gen_ai.tool.call.arguments": `{"q":1}`, "session.id": "s-2",
 		}}, "s-2", "session.id"},
-	}
-	for _, tt := range tests {
+	})
+}
+
+// sessionCase is a tool span and the session key (and the key it came
+// from) its call must get.
+type sessionCase struct {
+	name             string
+	span             fakeSpan
+	session, fromKey string
+}
+
+func checkSessions(t *testing.T, x *extract.Extractor, cases []sessionCase) {
+	t.Helper()
+	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
 			c, ok := run(t, x, tt.span)
 			require.True(t, ok)
