@@ -95,8 +95,8 @@ type hookQuery struct {
 	AfterToolContextOnly bool `json:"loopsupervisor_after_tool_context_only,omitempty"`
 }
 
-// sessionKey is the session the call is the collector's: the subagent's
-// when a subagent makes it.
+// sessionKey is the session the collector judges the call in: the
+// subagent's, when a subagent makes it.
 func (q hookQuery) sessionKey() string {
 	if q.AgentID != "" {
 		return q.AgentID

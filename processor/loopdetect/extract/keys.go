@@ -384,8 +384,8 @@ func (k Keys) Validate() error {
 			errs = append(errs, fmt.Errorf("tool_span_names[%d]: name or prefix is required", i))
 		}
 	}
-	for i, k := range k.SubagentSession {
-		if k.Client == "" || k.Key == "" {
+	for i, sk := range k.SubagentSession {
+		if sk.Client == "" || sk.Key == "" {
 			errs = append(errs, fmt.Errorf("subagent_session[%d]: client and key are required", i))
 		}
 	}
