@@ -167,6 +167,11 @@ func (r geminiRequest) conversation() Conversation {
 		for _, p := range m.Parts {
 			fr := p.FunctionResponse
 			if fr == nil {
+				if p.Text != "" && len(c.Results) == 0 {
+					// The user's text before any call: the prompt (a
+					// subagent's is the one its invoke_agent call gave).
+					c.Prompt = p.Text
+				}
 				continue
 			}
 			res := ToolResult{ID: fr.ID}

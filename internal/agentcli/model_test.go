@@ -239,3 +239,15 @@ func TestDelegatingAnswersEachConversationByItsPrompt(t *testing.T) {
 		})
 	}
 }
+
+// A Gemini CLI conversation's prompt is its first user text, before any
+// function response: a subagent's is the prompt its invoke_agent call gave.
+func TestGeminiConversationReadsThePrompt(t *testing.T) {
+	c := geminiConversation(t, `{"contents":[
+		{"role":"user","parts":[{"text":"[subagent] Survey the tests."}]},
+		{"role":"model","parts":[{"functionCall":{"name":"run_shell_command","args":{"command":"ls"}}}]},
+		{"role":"user","parts":[{"functionResponse":{"id":"c1","name":"run_shell_command","response":{"output":"a b"}}},{"text":"a later note"}]}]}`)
+	if c.Prompt != "[subagent] Survey the tests." || len(c.Results) != 1 {
+		t.Errorf("prompt %q, %d results", c.Prompt, len(c.Results))
+	}
+}

@@ -203,6 +203,23 @@ func holdSubagentKilled(t *testing.T, key string, r agentRun) {
 	recordFigure(t, key+".subagent.reach_s", math.Round(reach*100)/100)
 }
 
+// holdKilledAtOnce holds of a run whose subagent looped, where the hook
+// cannot hold the kill (it hears the subagent under another name than the
+// collector's), that one kill was decided and carried out with no call
+// blocked first.
+func holdKilledAtOnce(t *testing.T, r agentRun) {
+	t.Helper()
+	o := measureLoop(t, r, 0)
+	t.Logf("subagent's loop: %+v; result %s", o, r.result)
+	if r.exit != 86 || o.killRun == 0 || r.stuckKills() != 1 {
+		t.Fatalf("want one kill decided (at run %d; %d logged) and carried out (exit 86)\n%s", o.killRun, r.stuckKills(), r)
+	}
+	if o.blocked != 0 {
+		t.Errorf("want the kill carried out at once, got %d calls blocked first\n%s", o.blocked, r)
+	}
+	holdKillReach(t, r, o)
+}
+
 func figureByKey(key string) (figure, bool) {
 	for _, f := range figures {
 		if f.key == key {

@@ -74,3 +74,54 @@ func TestGeminiCLILoopIsStoppedWithinACall(t *testing.T) {
 		recordFigure(t, "gemini.ignore.reach_s", math.Round(reach*100)/100)
 	})
 }
+
+// geminiDelegate is the main agent's call of Gemini CLI's generalist
+// subagent, whose prompt starts with marker.
+func geminiDelegate(marker, what string) agentcli.Turn {
+	return agentcli.Call("invoke_agent", map[string]any{
+		"agent_name": "generalist",
+		"prompt":     marker + " Survey the repository for " + what + " and report.",
+	})
+}
+
+// geminiSubagent is a subagent that makes turns, then ends its task as
+// Gemini CLI's subagents must (complete_task).
+func geminiSubagent(turns ...agentcli.Turn) agentcli.Model {
+	return agentcli.Script("surveyed", append(turns, agentcli.Call("complete_task", map[string]any{"result": "surveyed"}))...)
+}
+
+// TestGeminiCLISubagentsAreNeverBlocked: five subagents (Gemini CLI's
+// invoke_agent, its generalist) one after another, each making the same
+// three calls, are five agents working, not one cycling: each call's
+// recorded request names the invoke_agent call that started its subagent
+// (attributes.subagent_session). None is blocked, no kill decided.
+func TestGeminiCLISubagentsAreNeverBlocked(t *testing.T) {
+	t.Parallel()
+	const marker = "[subagent]"
+	delegate := func(what string) agentcli.Turn { return geminiDelegate(marker, what) }
+	checkHealthy(t, runGemini(t, agentcli.Delegating{
+		Main: agentcli.Script(healthyDone, delegate("tests"), delegate("docs"), delegate("build files"), delegate("licences"), delegate("scripts")),
+		Sub: geminiSubagent(
+			agentcli.Shell("ls -la"),
+			agentcli.Shell("cat README.md 2>/dev/null || echo no readme"),
+			agentcli.Shell("git status 2>&1 | head -3"),
+		),
+		Marker: marker,
+	}, true))
+}
+
+// TestGeminiCLISubagentLoopIsKilled: a subagent that loops on the
+// incident's call is its own session, stuck and killed as the main
+// agent's loop is; the hook does not hear the subagent under the
+// collector's key, so it cannot hold the kill for blocks, and the kill is
+// carried out at once.
+func TestGeminiCLISubagentLoopIsKilled(t *testing.T) {
+	t.Parallel()
+	const marker = "[subagent]"
+	r := runGemini(t, agentcli.Delegating{
+		Main:   agentcli.Script("reported", geminiDelegate(marker, "the open issues")),
+		Sub:    agentcli.Loop{Repeat: geminiLoop, MaxRepeats: 60},
+		Marker: marker,
+	}, true)
+	holdKilledAtOnce(t, r)
+}

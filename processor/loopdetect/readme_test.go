@@ -210,7 +210,11 @@ func render(v reflect.Value) string {
 	case extract.ClientLines:
 		return x.Client + ": lines starting `" + strings.Join(x.Prefixes, "`, `") + "`"
 	case extract.ClientKey:
-		return x.Client + ": `" + x.Key + "`"
+		s := x.Client + ": `" + x.Key + "`"
+		if x.Path != "" {
+			s += " at `" + x.Path + "`"
+		}
+		return s
 	case extract.SubagentSpan:
 		return "`" + x.Name + "` not of `" + x.MainAgent + "`"
 	case extract.EventKey:

@@ -480,14 +480,33 @@ func (x *Extractor) dropResultLines(client, result string) string {
 // key SubagentSession names for it, when it has one.
 func subagentSession[S Span](x *Extractor, s S, client string) (id, key string, ok bool) {
 	for i := range x.keys.SubagentSession {
-		if k := &x.keys.SubagentSession[i]; k.Client == client {
-			if v, found := s.Attr(k.Key); found && v.Text() != "" {
-				return v.Text(), k.Key, true
-			}
+		k := &x.keys.SubagentSession[i]
+		if k.Client != client {
+			continue
+		}
+		v, found := s.Attr(k.Key)
+		if !found {
 			return "", "", false
 		}
+		id = v.Text()
+		if k.Path != "" {
+			raw, at := atPath(id, k.Path)
+			if id, at = jsonString(raw); !at {
+				return "", "", false
+			}
+		}
+		return id, k.Key, id != ""
 	}
 	return "", "", false
+}
+
+// jsonString is the content of raw, a JSON string without escapes (ids
+// have none); anything else is no id.
+func jsonString(raw string) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' || strings.IndexByte(raw, '\\') >= 0 {
+		return "", false
+	}
+	return raw[1 : len(raw)-1], true
 }
 
 // subagentSpan reports whether a tool span named name, of agent, is one

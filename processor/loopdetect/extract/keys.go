@@ -94,10 +94,12 @@ type ClientLines struct {
 	Prefixes []string `mapstructure:"prefixes"`
 }
 
-// ClientKey names, for one client, an attribute key.
+// ClientKey names, for one client, an attribute key, and with Path a part
+// of its JSON value (member names and array indexes separated by dots).
 type ClientKey struct {
 	Client string `mapstructure:"client"`
 	Key    string `mapstructure:"key"`
+	Path   string `mapstructure:"path"`
 }
 
 // SubagentSpan names the tool spans of a client's subagents: Name, the
@@ -154,13 +156,15 @@ type Keys struct {
 	// Session keys, looked up on the span, then the resource; empty or no
 	// hit means the trace id.
 	Session []string `mapstructure:"session"`
-	// SubagentSession names, per client, the attribute in which a call of
-	// one of its subagents carries the subagent's id: such a call is the
-	// subagent's session, keyed by that id, whatever Session finds. Claude
-	// Code's subagents (its Agent tool) share the main agent's session.id
-	// in its logs, and run side by side doing the same first reads: each
-	// loops, or not, on its own, and its PreToolUse hook names it by the
-	// same agent_id.
+	// SubagentSession names, per client, the attribute (and the part of
+	// it, for a JSON value) in which a call of one of its subagents
+	// carries the subagent's id: such a call is the subagent's session,
+	// keyed by that id, whatever Session finds. Claude Code's subagents
+	// (its Agent tool) share the main agent's session.id in its logs, and
+	// run side by side doing the same first reads: each loops, or not, on
+	// its own, and its PreToolUse hook names it by the same agent_id.
+	// Gemini CLI's name the invoke_agent call that started them
+	// (parentCallId) in the request their tool span records.
 	SubagentSession []ClientKey `mapstructure:"subagent_session"`
 	// SubagentSpans name the tool spans a client's subagents make under a
 	// span of their own with no id of theirs on the call: such a span
@@ -291,8 +295,11 @@ func DefaultKeys() Keys {
 				DropLines: []string{"Process Group PGID: ", "Background PIDs: ", "<hook_context>"},
 			},
 		},
-		SubagentSession: []ClientKey{{Client: "claude_code", Key: "agent_id"}},
-		SubagentSpans:   []SubagentSpan{{Name: "qwen-code.tool", MainAgent: "qwen-code"}},
+		SubagentSession: []ClientKey{
+			{Client: "claude_code", Key: "agent_id"},
+			{Client: "gemini_cli", Key: "gen_ai.input.messages", Path: "parentCallId"},
+		},
+		SubagentSpans: []SubagentSpan{{Name: "qwen-code.tool", MainAgent: "qwen-code"}},
 		ResultDropLines: []ClientLines{
 			{Client: "codex_cli", Prefixes: []string{"Chunk ID: ", "Wall time: "}},
 		},

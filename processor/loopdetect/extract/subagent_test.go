@@ -12,7 +12,8 @@ import (
 
 // Claude Code's subagents share the main agent's session.id in its logs;
 // each is a session of its own, named by its agent_id as the hook names
-// it. Only the client whose key it is reads it.
+// it; Gemini CLI's, by the invoke_agent call their recorded request names.
+// Only the client whose key it is reads it.
 func TestSubagentCallIsTheSubagentsSession(t *testing.T) {
 	keys := extract.DefaultKeys()
 	keys.Session = []string{"gen_ai.conversation.id", "session.id"}
@@ -27,11 +28,22 @@ func TestSubagentCallIsTheSubagentsSession(t *testing.T) {
 		}
 		return fakeSpan{name: "claude_code.tool_result", attrs: attrs}
 	}
+	gemini := func(parent string) fakeSpan {
+		return fakeSpan{name: "tool_call", attrs: map[string]any{
+			"gen_ai.operation.name": "tool_call", "gen_ai.tool.name": "run_shell_command", "gen_ai.conversation.id": "conv-1",
+			"gen_ai.input.messages": `{"callId":"run_shell_command__toolu_0001","name":"run_shell_command","args":{"command":"ls -la"},` +
+				parent + `"prompt_id":"c4e48f64#0"}`,
+		}}
+	}
 	checkSessions(t, x, []sessionCase{
 		{"a main-thread call is the session's", claude(nil), "s-1", "session.id"},
 		{"a subagent's call is the subagent's", claude(map[string]any{"agent_id": "a110d80caa687bc2c"}), "a110d80caa687bc2c", "agent_id"},
 		{"over the span's conversation id too", claude(map[string]any{"agent_id": "a1", "gen_ai.conversation.id": "conv"}), "a1", "agent_id"},
 		{"an empty agent id names no subagent", claude(map[string]any{"agent_id": ""}), "s-1", "session.id"},
+		{"a Gemini CLI subagent's call is the invoke_agent call's that started it", gemini(`"parentCallId":"invoke_agent__toolu_0000",`), "invoke_agent__toolu_0000", "gen_ai.input.messages"},
+		{"a Gemini CLI main agent's call is the conversation's", gemini(""), "conv-1", "gen_ai.conversation.id"},
+		{"an escaped parent call id names no subagent", gemini(`"parentCallId":"a\\u0041",`), "conv-1", "gen_ai.conversation.id"},
+		{"a parent call id that is no string names no subagent", gemini(`"parentCallId":7,`), "conv-1", "gen_ai.conversation.id"},
 		{"another client's agent_id is not a subagent's", fakeSpan{name: "execute_tool x", attrs: map[string]any{
 			"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search", "gen_ai.tool.call.arguments": `{"q":1}`,
 			"session.id": "s-2", "agent_id": "planner",
