@@ -490,8 +490,10 @@ func subagentSession[S Span](x *Extractor, s S, client string) (id, key string, 
 		}
 		id = v.Text()
 		if k.Path != "" {
-			raw, at := atPath(id, k.Path)
-			if id, at = jsonString(raw); !at {
+			// Not found, raw is "", which is no JSON string either.
+			raw, _ := atPath(id, k.Path)
+			var isString bool
+			if id, isString = jsonString(raw); !isString {
 				return "", "", false
 			}
 		}
