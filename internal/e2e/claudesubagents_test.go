@@ -36,13 +36,8 @@ func claudeDelegate(what string) agentcli.Turn {
 func TestClaudeCodeSubagentsSideBySideAreNeverBlocked(t *testing.T) {
 	t.Parallel()
 	model := agentcli.Delegating{
-		Main: agentcli.Script(healthyDone, claudeDelegate("tests"), claudeDelegate("docs"), claudeDelegate("build files"),
-			claudeDelegate("licences"), claudeDelegate("scripts")),
-		Sub: agentcli.Script("survey done",
-			agentcli.Bash("ls -la"),
-			agentcli.Bash("cat README.md 2>/dev/null || echo no readme"),
-			agentcli.Bash("git status 2>&1 | head -3"),
-		),
+		Main:   agentcli.Script(healthyDone, surveys(claudeDelegate)...),
+		Sub:    agentcli.Script("survey done", surveyCalls(agentcli.Bash)...),
 		Marker: claudeSubagentMarker,
 	}
 	for _, recipe := range []bool{false, true} {

@@ -100,12 +100,8 @@ func TestGeminiCLISubagentsAreNeverBlocked(t *testing.T) {
 	const marker = "[subagent]"
 	delegate := func(what string) agentcli.Turn { return geminiDelegate(marker, what) }
 	checkHealthy(t, runGemini(t, agentcli.Delegating{
-		Main: agentcli.Script(healthyDone, delegate("tests"), delegate("docs"), delegate("build files"), delegate("licences"), delegate("scripts")),
-		Sub: geminiSubagent(
-			agentcli.Shell("ls -la"),
-			agentcli.Shell("cat README.md 2>/dev/null || echo no readme"),
-			agentcli.Shell("git status 2>&1 | head -3"),
-		),
+		Main:   agentcli.Script(healthyDone, surveys(delegate)...),
+		Sub:    geminiSubagent(surveyCalls(agentcli.Shell)...),
 		Marker: marker,
 	}, true))
 }

@@ -334,3 +334,15 @@ func TestGeminiCLICodingSessionIsNeverBlocked(t *testing.T) {
 	t.Parallel()
 	checkCodingSession(t, runGemini(t, codingSession(geminiTools), true))
 }
+
+// surveys are the main agent's delegations in the side-by-side subagent
+// tests: five subagents, each to survey one part of the repository.
+func surveys(delegate func(what string) agentcli.Turn) []agentcli.Turn {
+	return []agentcli.Turn{delegate("tests"), delegate("docs"), delegate("build files"), delegate("licences"), delegate("scripts")}
+}
+
+// surveyCalls are each such subagent's first reads, the same in all five:
+// five agents making them are not one agent repeating them.
+func surveyCalls(shell func(command string) agentcli.Turn) []agentcli.Turn {
+	return []agentcli.Turn{shell("ls -la"), shell("cat README.md 2>/dev/null || echo no readme"), shell("git status 2>&1 | head -3")}
+}

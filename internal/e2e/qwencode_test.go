@@ -175,8 +175,8 @@ func qwenDelegate(marker, what string) agentcli.Turn {
 // TestQwenCodeSubagentLoopIsKilled: a subagent that varies its loop's call
 // (Qwen Code ends a repeated one itself) is its own session, stuck and
 // killed as the main agent's loop is; the hook cannot hold the kill for
-// blocks, since it hears the subagent under the main session, so the kill
-// is carried out at once.
+// blocks, since it hears the subagent under Qwen Code's agent_id, not the
+// collector's key, so the kill is carried out at once.
 func TestQwenCodeSubagentLoopIsKilled(t *testing.T) {
 	t.Parallel()
 	const marker = "[subagent]"
@@ -198,12 +198,8 @@ func TestQwenCodeSubagentsAreNeverBlocked(t *testing.T) {
 	const marker = "[subagent]"
 	delegate := func(what string) agentcli.Turn { return qwenDelegate(marker, what) }
 	checkHealthy(t, runQwen(t, agentcli.Delegating{
-		Main: agentcli.Script(healthyDone, delegate("tests"), delegate("docs"), delegate("build files"), delegate("licences"), delegate("scripts")),
-		Sub: agentcli.Script("survey done",
-			agentcli.Shell("ls -la"),
-			agentcli.Shell("cat README.md 2>/dev/null || echo no readme"),
-			agentcli.Shell("git status 2>&1 | head -3"),
-		),
+		Main:   agentcli.Script(healthyDone, surveys(delegate)...),
+		Sub:    agentcli.Script("survey done", surveyCalls(agentcli.Shell)...),
 		Marker: marker,
 	}, true))
 }
