@@ -62,3 +62,25 @@ func TestClaudeCodeSubagentLoopIsStopped(t *testing.T) {
 	}, httpHook)
 	holdSubagentKilled(t, "claude", r)
 }
+
+// TestClaudeCodeDelegationLoopIsStopped: judging each subagent on its own
+// must not hide a loop made of subagents. A main agent that hands the same
+// task to a new subagent again and again (each runs the incident's call
+// once and reports) repeats its own Agent call: the main agent's session
+// is stuck and killed at its 5th delegation, its repeats blocked first.
+func TestClaudeCodeDelegationLoopIsStopped(t *testing.T) {
+	t.Parallel()
+	r := runClaude(t, agentcli.Delegating{
+		Main:   agentcli.Loop{Repeat: claudeDelegate("the open issues"), MaxRepeats: 30},
+		Sub:    agentcli.Script("no issues found: gh is not installed", ghLoop),
+		Marker: claudeSubagentMarker,
+	}, httpHook)
+	o := measureLoop(t, r, 0)
+	t.Logf("delegation loop: %+v; result %s", o, r.result)
+	if r.exit != 86 || r.stuckKills() != 1 || o.killRun != 5 {
+		t.Fatalf("want one kill decided at the 5th delegation (at %d; %d logged) and carried out (exit 86)\n%s", o.killRun, r.stuckKills(), r)
+	}
+	if o.blocked != 3 {
+		t.Errorf("want the main agent's repeats blocked first (3), got %d\n%s", o.blocked, r)
+	}
+}
