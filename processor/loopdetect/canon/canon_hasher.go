@@ -348,7 +348,8 @@ func (h *canonHasher) embedded(str string, depth int) (uint64, bool) {
 	if t == "" || (t[0] != '{' && t[0] != '[') || depth+1 > maxDepth {
 		return 0, false
 	}
-	sub := canonHasher{s: t, deny: h.deny}
+	var sub canonHasher // set field by field: see canonicalize
+	sub.s, sub.deny = t, h.deny
 	v, err := sub.container(depth+1, nil)
 	if end, _ := skipSpace(sub.s, sub.pos); err != nil || end != len(sub.s) {
 		return 0, false

@@ -294,7 +294,8 @@ func memberRaw(obj, name string) (string, bool) {
 	if c != '{' {
 		return "", false
 	}
-	h := canonHasher{s: obj, pos: pos, want: name}
+	var h canonHasher // set field by field: see canonicalize
+	h.s, h.pos, h.want = obj, pos, name
 	_, _ = h.container(0, nil) // an error after the member does not matter
 	return obj[h.member[0]:h.member[1]], h.found
 }
