@@ -58,7 +58,12 @@ type canonResult struct {
 // order-independent canonical digest, anything else as trimmed opaque text.
 // want names a member of a top-level object to record in the result.
 func canonicalize(doc string, deny *keySet, term *terminalMatcher, unwrap bool, want string) canonResult {
-	t := trimmed(doc)
+	// strings.TrimSpace, with the test that settles nearly every document
+	// (a first and last byte that are ASCII and no space) in line.
+	t := doc
+	if n := len(t); n == 0 || t[0] <= ' ' || t[0] >= utf8.RuneSelf || t[n-1] <= ' ' || t[n-1] >= utf8.RuneSelf {
+		t = strings.TrimSpace(t)
+	}
 	if t == "" {
 		return canonResult{digest: hash64.Mix(tagOpaque)}
 	}
@@ -116,25 +121,47 @@ type wrapperInfo struct {
 	langchain   bool // saw metadata or tags
 }
 
-func wrapperKey(key string) string {
-	switch key {
-	case "inputs", "input_str", "metadata", "tags", "args", "kwargs":
-		return key
-	}
-	return ""
-}
+// wrapperKey says which member of a framework wrapper a top-level key
+// names: a small number rather than the key, so that the scanner carries
+// one byte from a key to its value, not a string.
+type wrapperKey uint8
 
-func (w *wrapperInfo) note(key string, vh uint64) {
+const (
+	wrapperOther     wrapperKey = iota // no wrapper's key
+	wrapperInputs                      // "inputs"
+	wrapperInputStr                    // "input_str"
+	wrapperLangChain                   // "metadata", "tags"
+	wrapperArgs                        // "args"
+	wrapperKwargs                      // "kwargs"
+)
+
+func wrapperKeyOf(key string) wrapperKey {
 	switch key {
 	case "inputs":
-		w.inputs, w.hasInputs = vh, true
+		return wrapperInputs
 	case "input_str":
-		w.inputStr, w.hasInputStr = vh, true
+		return wrapperInputStr
 	case "metadata", "tags":
-		w.langchain = true
+		return wrapperLangChain
 	case "args":
-		w.args, w.hasArgs = vh, true
+		return wrapperArgs
 	case "kwargs":
+		return wrapperKwargs
+	}
+	return wrapperOther
+}
+
+func (w *wrapperInfo) note(key wrapperKey, vh uint64) {
+	switch key {
+	case wrapperInputs:
+		w.inputs, w.hasInputs = vh, true
+	case wrapperInputStr:
+		w.inputStr, w.hasInputStr = vh, true
+	case wrapperLangChain:
+		w.langchain = true
+	case wrapperArgs:
+		w.args, w.hasArgs = vh, true
+	case wrapperKwargs:
 		w.kwargs, w.hasKwargs = vh, true
 	default:
 		w.other = true
@@ -166,15 +193,6 @@ func closeHash(obj bool, acc, n uint64) uint64 {
 		return hash64.Mix(acc ^ tagObject ^ (n * primeArray))
 	}
 	return hash64.Mix(acc ^ n)
-}
-
-// trimmed is strings.TrimSpace with the test that settles nearly every
-// document in line: a first and last byte that are ASCII and no space.
-func trimmed(s string) string {
-	if n := len(s); n > 0 && s[0] > ' ' && s[0] < utf8.RuneSelf && s[n-1] > ' ' && s[n-1] < utf8.RuneSelf {
-		return s
-	}
-	return strings.TrimSpace(s)
 }
 
 func hashString(s string) uint64 {

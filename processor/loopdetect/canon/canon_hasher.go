@@ -96,7 +96,7 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 	// or a recorded member what it is.
 	var keyHash uint64
 	var denied, statusKey, record bool
-	var wkey string
+	var wkey wrapperKey
 	expectKey := obj
 	// top: the members are looked at for a wrapper or recorded; below
 	// the top level one branch skips all of that.
@@ -212,7 +212,7 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 				n++
 			}
 			if top {
-				if wkey == "args" && c != '"' && c != '-' && (c < '0' || c > '9') {
+				if wkey == wrapperArgs && c != '"' && c != '-' && (c < '0' || c > '9') {
 					// A container or literal: only [] is an empty args.
 					wrap.argsEmpty = strings.HasPrefix(s[vstart:], "[]")
 				}
@@ -307,9 +307,9 @@ func (h *canonHasher) match(key string, depth int) (denied, statusKey bool) {
 
 // topKey notes a top-level key: which wrapper member it may be (wkey),
 // and whether its member is the one to record for want.
-func (h *canonHasher) topKey(str string, wrap *wrapperInfo, depth int) (wkey string, record bool) {
+func (h *canonHasher) topKey(str string, wrap *wrapperInfo, depth int) (wkey wrapperKey, record bool) {
 	if wrap != nil {
-		wkey = wrapperKey(str)
+		wkey = wrapperKeyOf(str)
 	}
 	return wkey, depth == 0 && h.want != "" && !h.found && str == h.want
 }
