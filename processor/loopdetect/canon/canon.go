@@ -133,6 +133,10 @@ const (
 	wrapperLangChain                   // "metadata", "tags"
 	wrapperArgs                        // "args"
 	wrapperKwargs                      // "kwargs"
+
+	// wantMember, set in a top-level key's wrapperKey, marks the member
+	// canonicalize's want names: one byte carries both to the value.
+	wantMember wrapperKey = 0x80
 )
 
 func wrapperKeyOf(key string) wrapperKey {

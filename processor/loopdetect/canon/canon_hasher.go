@@ -95,7 +95,7 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 	// The member being read: its key's hash and class, and for a wrapper
 	// or a recorded member what it is.
 	var keyHash uint64
-	var denied, statusKey, record bool
+	var denied, statusKey bool
 	var wkey wrapperKey
 	expectKey := obj
 	// top: the members are looked at for a wrapper or recorded; below
@@ -175,7 +175,7 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 					keyHash, denied, statusKey = h.key(str, depth)
 				}
 				if top {
-					wkey, record = h.topKey(str, wrap, depth)
+					wkey = h.topKey(str, wrap, depth)
 				}
 				if pos, c = nextByte(s, pos); c != ':' {
 					return 0, errSyntax
@@ -212,15 +212,15 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 				n++
 			}
 			if top {
-				if wkey == wrapperArgs && c != '"' && c != '-' && (c < '0' || c > '9') {
+				if wkey&^wantMember == wrapperArgs && c != '"' && c != '-' && (c < '0' || c > '9') {
 					// A container or literal: only [] is an empty args.
 					wrap.argsEmpty = strings.HasPrefix(s[vstart:], "[]")
 				}
 				if wrap != nil && !denied {
-					wrap.note(wkey, vh)
+					wrap.note(wkey&^wantMember, vh)
 				}
-				if record {
-					h.member, h.found, record = [2]int{vstart, pos}, true, false
+				if wkey&wantMember != 0 {
+					h.member, h.found = [2]int{vstart, pos}, true
 				}
 			}
 			expectKey = true
@@ -305,13 +305,16 @@ func (h *canonHasher) match(key string, depth int) (denied, statusKey bool) {
 	return denied, statusKey
 }
 
-// topKey notes a top-level key: which wrapper member it may be (wkey),
-// and whether its member is the one to record for want.
-func (h *canonHasher) topKey(str string, wrap *wrapperInfo, depth int) (wkey wrapperKey, record bool) {
+// topKey notes a top-level key: which wrapper member it may be, with
+// wantMember set when its member is the one to record for want.
+func (h *canonHasher) topKey(str string, wrap *wrapperInfo, depth int) (wkey wrapperKey) {
 	if wrap != nil {
 		wkey = wrapperKeyOf(str)
 	}
-	return wkey, depth == 0 && h.want != "" && !h.found && str == h.want
+	if depth == 0 && h.want != "" && !h.found && str == h.want {
+		wkey |= wantMember
+	}
+	return wkey
 }
 
 // stringValue hashes a value string; the value of a status key (statusKey)
