@@ -37,6 +37,10 @@ type canonHasher struct {
 	want   string
 	member [2]int
 	found  bool
+	// vstart is where the value of the top-level member being read
+	// starts: kept here, not in the scanner's loop, which is short of
+	// registers and reads it only at the top level.
+	vstart int
 	// buf holds the decoded string with escapes, unless it outgrows it:
 	// the hasher lives on its caller's stack, and so do decoded strings.
 	buf [256]byte
@@ -92,19 +96,20 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 	if depth >= maxDepth || (obj && c != '"') {
 		return 0, errSyntax
 	}
-	// The member being read: its key's hash and class, and for a wrapper
-	// or a recorded member what it is.
+	// The member being read: its key's hash, what is known of it (mf)
+	// and, for a wrapper or a recorded member, what it is.
 	var keyHash uint64
-	var denied, statusKey bool
 	var wkey wrapperKey
-	expectKey := obj
+	var mf memberFlags
+	if obj {
+		mf = memberKey
+	}
 	// top: the members are looked at for a wrapper or recorded; below
 	// the top level one branch skips all of that.
 	top := wrap != nil || (depth == 0 && h.want != "")
 	for {
 		var vh uint64
 		var isNull bool
-		vstart := pos
 		switch {
 		case c == '"':
 			// A string, key or value: its closing quote or first escape
@@ -140,7 +145,7 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 			} else {
 				var err error
 				var hashed bool
-				if str, vh, hashed, err = h.escaped(start, i, !expectKey && !statusKey); err != nil {
+				if str, vh, hashed, err = h.escaped(start, i, mf&(memberKey|memberStatus) == 0); err != nil {
 					return 0, err
 				}
 				pos, w = h.pos, 0
@@ -148,7 +153,7 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 					break // a long value, hashed as it was decoded
 				}
 			}
-			if expectKey {
+			if mf&memberKey != 0 {
 				// str may alias buf: it is done with before the value.
 				if n := len(str); n <= 16 && w != 0 {
 					// key, in line for the most frequent keys: short
@@ -163,28 +168,30 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 						a, b = w, load64(s, pos-9)
 						u = unclean(a) | unclean(b)
 					}
-					keyHash, denied, statusKey = hash64.Short(a, b, n), false, false
+					keyHash, mf = hash64.Short(a, b, n), 0
 					if e, ok := h.deny.spelledHit(keyHash, a, b, n); ok {
-						denied, statusKey = e.denied, depth < 3 && h.deny.statusOf(e, h.terminal)
+						mf = flagsOf(e.denied, depth < 3 && h.deny.statusOf(e, h.terminal))
 					} else if u != 0 {
-						denied, statusKey = h.classify(str, depth)
+						mf = flagsOf(h.classify(str, depth))
 					} else if h.deny.mayHaveClean(keyHash, str, true) || (h.terminal != nil && depth < 3 && h.terminal.keys.mayHaveClean(keyHash, str, false)) {
-						denied, statusKey = h.match(str, depth)
+						mf = flagsOf(h.match(str, depth))
 					}
 				} else {
-					keyHash, denied, statusKey = h.key(str, depth)
-				}
-				if top {
-					wkey = h.topKey(str, wrap, depth)
+					var denied, status bool
+					keyHash, denied, status = h.key(str, depth)
+					mf = flagsOf(denied, status)
 				}
 				if pos, c = nextByte(s, pos); c != ':' {
 					return 0, errSyntax
 				}
 				pos, c = nextByte(s, pos+1)
-				expectKey = false
+				if top {
+					wkey = h.topKey(str, wrap, depth)
+					h.vstart = pos
+				}
 				continue
 			}
-			vh = h.stringValue(str, statusKey, depth)
+			vh = h.stringValue(str, mf&memberStatus != 0, depth)
 		case c == '-' || ('0' <= c && c <= '9'):
 			vh, pos = hashNumber(s, pos)
 		case c == '{' || c == '[':
@@ -207,23 +214,23 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 			acc = hash64.Mum(acc^primeArray, vh^tagArray)
 			n++
 		} else {
-			if !denied && !isNull {
+			if mf&memberDenied == 0 && !isNull {
 				acc += hash64.Mum(keyHash^tagMember, vh^tagString)
 				n++
 			}
 			if top {
 				if wkey&^wantMember == wrapperArgs && c != '"' && c != '-' && (c < '0' || c > '9') {
 					// A container or literal: only [] is an empty args.
-					wrap.argsEmpty = strings.HasPrefix(s[vstart:], "[]")
+					wrap.argsEmpty = strings.HasPrefix(s[h.vstart:], "[]")
 				}
-				if wrap != nil && !denied {
+				if wrap != nil && mf&memberDenied == 0 {
 					wrap.note(wkey&^wantMember, vh)
 				}
 				if wkey&wantMember != 0 {
-					h.member, h.found = [2]int{vstart, pos}, true
+					h.member, h.found = [2]int{h.vstart, pos}, true
 				}
 			}
-			expectKey = true
+			mf = memberKey
 		}
 		if pos, c = nextByte(s, pos); c == ',' {
 			// A comma before the closer is let through, as it always was.
@@ -239,6 +246,30 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 			return 0, errSyntax
 		}
 	}
+}
+
+// memberFlags is what the scanner knows of the object member it reads:
+// three flags in one byte, since every value carried through its loop
+// costs instructions on every token (docs/design.md, "The canonicalizer's
+// speed").
+type memberFlags uint8
+
+const (
+	memberKey    memberFlags = 1 << iota // the next string is the member's key
+	memberDenied                         // the key is denied: the member is left out
+	memberStatus                         // the key may hold a final state: its value is matched
+)
+
+// flagsOf is the memberFlags of a key classified as denied and status.
+func flagsOf(denied, status bool) memberFlags {
+	var f memberFlags
+	if denied {
+		f |= memberDenied
+	}
+	if status {
+		f |= memberStatus
+	}
+	return f
 }
 
 // escaped decodes the string from start, whose first escape is at i, and
