@@ -193,6 +193,19 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 			}
 			vh = h.stringValue(str, mf&memberStatus != 0, depth)
 		case c == '-' || ('0' <= c && c <= '9'):
+			// Most numbers are a few digits: where they end is found
+			// in one word, in line; a number going on ('.', 'e', …) or a
+			// longer one takes hashNumber's loop.
+			if pos+8 <= len(s) {
+				x := load64(s, pos)
+				if m := nonDigit(x) &^ 0x80; m != 0 {
+					if k := bits.TrailingZeros64(m) >> 3; !isNumber[s[pos+k]] {
+						a, b := wordWords(x&(1<<(8*k)-1), k)
+						vh, pos = hash64.Short(a, b, k)^tagNumber, pos+k
+						break
+					}
+				}
+			}
 			vh, pos = hashNumber(s, pos)
 		case c == '{' || c == '[':
 			var err error
@@ -391,20 +404,9 @@ func (h *canonHasher) embedded(str string, depth int) (uint64, bool) {
 	return v, true
 }
 
-// hashNumber hashes the number token at pos and returns where it ends.
-// Most numbers are a few digits: where the digits end is found in one
-// word; only a number going on ('.', 'e', …) or a longer one takes the
-// loop.
+// hashNumber hashes the number token at pos that its first word does not
+// hold (the scanner's loop tests that word) and returns where it ends.
 func hashNumber(s string, pos int) (uint64, int) {
-	if pos+8 <= len(s) {
-		x := load64(s, pos)
-		if m := nonDigit(x) &^ 0x80; m != 0 {
-			if k := bits.TrailingZeros64(m) >> 3; !isNumber[s[pos+k]] {
-				a, b := wordWords(x&(1<<(8*k)-1), k)
-				return hash64.Short(a, b, k) ^ tagNumber, pos + k
-			}
-		}
-	}
 	i := pos + 1
 	for i < len(s) && isNumber[s[i]] {
 		i++
