@@ -44,37 +44,27 @@ func (h *canonHasher) unescape(start, i int, lv *longValue) (string, uint64, err
 	}
 	// buf is never stored in h: that would move the hasher to the heap.
 	buf := lv.appendRun(h.buf[:0], s[start:i])
+	var err error
 	for {
-		// s[i] is a backslash.
-		i++
-		if i >= len(s) {
-			return "", 0, errSyntax
+		// s[i] is a backslash. A one-byte escape with room after it for a
+		// word, in the buffer and in s, is decoded with the word that
+		// follows it at once: no capacity test can fail, and escape-dense
+		// text (source code, with a \n, \t or \" every few bytes) spent
+		// most of its time in those tests.
+		if k := len(buf); i+10 <= len(s) && k+9 <= cap(buf) && s[i+1] != 'u' {
+			b := buf[k : k+9]
+			b[0] = unescapeByte[s[i+1]]
+			x := load64(s, i+2)
+			binary.LittleEndian.PutUint64(b[1:], x)
+			if m := quoteOrEscape(x); m != 0 {
+				d := bits.TrailingZeros64(m) >> 3
+				buf, i = buf[:k+1+d], i+2+d
+				goto runEnd
+			}
+			buf, i = buf[:k+9], i+10
+		} else if buf, i, err = h.escape(buf, i, lv); err != nil {
+			return "", 0, err
 		}
-		if e := s[i]; !lv.fits(len(buf), utf8.UTFMax) {
-			return "", 0, errLong
-		} else if e != 'u' {
-			buf = append(lv.room(buf, 1), unescapeByte[e])
-		} else {
-			if i+4 >= len(s) {
-				return "", 0, errSyntax
-			}
-			r, ok := hex4(s[i+1 : i+5])
-			if !ok {
-				return "", 0, errSyntax
-			}
-			i += 4
-			// A surrogate pair is one character: "\ud83d\ude00" == "😀".
-			if utf16.IsSurrogate(r) && i+6 < len(s) && s[i+1] == '\\' && s[i+2] == 'u' {
-				if lo, ok := hex4(s[i+3 : i+7]); ok {
-					if pair := utf16.DecodeRune(r, lo); pair != utf8.RuneError {
-						r = pair
-						i += 6
-					}
-				}
-			}
-			buf = utf8.AppendRune(lv.room(buf, utf8.UTFMax), r)
-		}
-		i++
 		// The run up to the next quote or escape is copied 8 bytes at a
 		// time while the buffer has room for a whole word: a word is
 		// stored before its quote or escape is looked for, and the bytes
@@ -108,6 +98,41 @@ func (h *canonHasher) unescape(start, i int, lv *longValue) (string, uint64, err
 			return unsafe.String(unsafe.SliceData(buf), len(buf)), 0, nil
 		}
 	}
+}
+
+// escape decodes the escape whose backslash is at i into buf and returns
+// where the string goes on after it.
+func (h *canonHasher) escape(buf []byte, i int, lv *longValue) ([]byte, int, error) {
+	s := h.s
+	i++
+	if i >= len(s) {
+		return buf, i, errSyntax
+	}
+	if e := s[i]; !lv.fits(len(buf), utf8.UTFMax) {
+		return buf, i, errLong
+	} else if e != 'u' {
+		buf = append(lv.room(buf, 1), unescapeByte[e])
+	} else {
+		if i+4 >= len(s) {
+			return buf, i, errSyntax
+		}
+		r, ok := hex4(s[i+1 : i+5])
+		if !ok {
+			return buf, i, errSyntax
+		}
+		i += 4
+		// A surrogate pair is one character: "\ud83d\ude00" == "😀".
+		if utf16.IsSurrogate(r) && i+6 < len(s) && s[i+1] == '\\' && s[i+2] == 'u' {
+			if lo, ok := hex4(s[i+3 : i+7]); ok {
+				if pair := utf16.DecodeRune(r, lo); pair != utf8.RuneError {
+					r = pair
+					i += 6
+				}
+			}
+		}
+		buf = utf8.AppendRune(lv.room(buf, utf8.UTFMax), r)
+	}
+	return buf, i + 1, nil
 }
 
 // unescapeByte is the byte a one-byte escape \x stands for: the control
