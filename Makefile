@@ -208,7 +208,7 @@ include $(sort $(wildcard make/*.mk))
 # include the pool's renewal, the same on every processor of a mix, so
 # the report gives their differences. The tool mix is left out: under
 # callgrind its renewal of 100 tool payloads a batch takes minutes.
-INSTR_PROC := nontool/floor nontool/loop_detect nontool-tracked/floor nontool-tracked/usage-floor nontool-tracked/loop_detect
+INSTR_PROC := nontool/floor nontool/loop_detect nontool-tracked/floor nontool-tracked/usage-floor nontool-tracked/session-floor nontool-tracked/loop_detect
 .PHONY: bench-instructions
 bench-instructions:
 	@command -v valgrind >/dev/null || { echo "bench-instructions: valgrind not found: not measured"; rm -f $(BENCH_DIR)/instructions.txt; exit 0; }

@@ -6,6 +6,7 @@ package loopdetect_test
 // BenchmarkProcessor feeds the same pdata batches, in one run, through
 //   - floor:        a pass-through processor that only reads gen_ai.operation.name of every span,
 //   - usage-floor:  (mix=nontool-tracked only) the floor that also sums every model span's token counts per trace,
+//   - session-floor: (mix=nontool-tracked only) the usage floor that also adds each trace's sum to a count per trace kept across batches,
 //   - loop_detect:  this processor at its defaults,
 //   - groupbytrace: the contrib groupbytrace processor v0.165.1 (a stateful per-trace anchor),
 // and reports wall and CPU time per span, spans/s per core and allocations
@@ -141,11 +142,19 @@ func (f *floor) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 // tool call, the input and output token counts in one pass over its
 // attributes, summed per trace through a memo of the batch's last trace
 // (a trace's spans come together). It is the least a processor that
-// counts a session's tokens does: it neither asks whether the session
-// has tool calls nor keeps the sums past the batch.
+// counts a session's tokens does within a batch: it neither asks whether
+// the session has tool calls nor keeps the sums past the batch.
+//
+// With counts set it is the session floor: each trace's sum in a batch
+// is added to that trace's count, kept across batches in a map, one
+// look-up per trace and batch as loop_detect adds a trace's tokens to its
+// session. That look-up is what keeping a count per session costs at
+// least: the map's entry of a trace met 1,000 batches ago is no longer
+// in cache.
 type usageFloor struct {
 	next   consumer.Traces
 	tokens int64
+	counts map[pcommon.TraceID]int64
 }
 
 func (f *usageFloor) Capabilities() consumer.Capabilities { return consumer.Capabilities{} }
@@ -164,7 +173,7 @@ func (f *usageFloor) ConsumeTraces(ctx context.Context, td ptrace.Traces) error 
 					continue
 				}
 				if tid := span.TraceID(); tid != trace {
-					f.tokens += sum
+					f.add(trace, sum)
 					trace, sum = tid, 0
 				}
 				for key, v := range span.Attributes().All() {
@@ -175,8 +184,19 @@ func (f *usageFloor) ConsumeTraces(ctx context.Context, td ptrace.Traces) error 
 			}
 		}
 	}
-	f.tokens += sum
+	f.add(trace, sum)
 	return f.next.ConsumeTraces(ctx, td)
+}
+
+// add counts a trace's sum in the batch.
+func (f *usageFloor) add(trace pcommon.TraceID, sum int64) {
+	if sum == 0 {
+		return
+	}
+	f.tokens += sum
+	if f.counts != nil {
+		f.counts[trace] += sum
+	}
 }
 
 type benchProc struct {
@@ -219,6 +239,9 @@ var procs = []benchProc{
 	}},
 	{name: "usage-floor", renew: true, trackedOnly: true, make: func(_ *testing.B, next consumer.Traces) (consumer.Traces, func()) {
 		return &usageFloor{next: next}, func() {}
+	}},
+	{name: "session-floor", renew: true, trackedOnly: true, make: func(_ *testing.B, next consumer.Traces) (consumer.Traces, func()) {
+		return &usageFloor{next: next, counts: map[pcommon.TraceID]int64{}}, func() {}
 	}},
 	{name: "loop_detect", renew: true, make: func(b *testing.B, next consumer.Traces) (consumer.Traces, func()) {
 		return newLoopDetect(b, next, nil)

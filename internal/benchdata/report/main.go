@@ -301,6 +301,9 @@ func (rp *report) targets() {
 	usageFloor := cpu("nontool-tracked", "usage-floor")
 	w("| — the same model spans against the usage floor (a consumer that only sums their token counts per trace) | usage floor %s cpu-ns/span = %s× the pass-through floor; loop_detect %s× the usage floor | reference, no budget |\n",
 		f(usageFloor, 1), f(usageFloor/cpu("nontool-tracked", "floor"), 2), f(cpu("nontool-tracked", "loop_detect")/usageFloor, 2))
+	sessionFloor := cpu("nontool-tracked", "session-floor")
+	w("| — and against the session floor (the usage floor that also keeps a count per trace across batches, one map look-up per trace and batch) | session floor %s cpu-ns/span = %s× the pass-through floor; loop_detect %s× the session floor | reference, no budget |\n",
+		f(sessionFloor, 1), f(sessionFloor/cpu("nontool-tracked", "floor"), 2), f(cpu("nontool-tracked", "loop_detect")/sessionFloor, 2))
 	w("| ≤ 1 KiB per tracked session (defaults) | %s B/session (history 12, 100,000 sessions, live heap after GC) | %s |\n",
 		f(perSession, 0), verdict(perSession <= 1024, !math.IsNaN(perSession)))
 	w("| memory flat over a 1,000,000-span single loop trace | heap in use %s → %s MiB, RSS %s → %s MiB (10k → 1M spans) | %s |\n",
@@ -372,8 +375,8 @@ func (rp *report) sideBySide() {
 	w("`realistic` = 20 %% execute_tool (200-byte JSON args, 500-byte JSON results), 60 %% chat, 20 %% invoke_agent; `nontool` = no execute_tool (so no session is tracked); `nontool-tracked` = the nontool batches after every session has made tool calls (fed the realistic batches first); `tools` = execute_tool only; `tools-fresh` = the same from a pool of two batches renewed between rounds, so each batch arrives just written, in cache, as a receiver hands it over. groupbytrace v0.165.1 runs with wait_duration 100 ms, num_traces 100,000; its CPU time includes its workers, its timers and the GC.\n\n")
 	w("| mix | processor | CPU ns/span | spans/s/core | allocs/span | × floor (CPU) | × groupbytrace (CPU) |\n|---|---|---|---|---|---|---|\n")
 	for _, mix := range []string{"realistic", "nontool", "nontool-tracked", "tools", "tools-fresh"} {
-		for _, pr := range []string{"floor", "usage-floor", "loop_detect", "groupbytrace"} {
-			if pr == "usage-floor" && mix != "nontool-tracked" {
+		for _, pr := range []string{"floor", "usage-floor", "session-floor", "loop_detect", "groupbytrace"} {
+			if (pr == "usage-floor" || pr == "session-floor") && mix != "nontool-tracked" {
 				continue // run on the mix whose usage is read only
 			}
 			w("| %s | %s | %s | %s | %s | %s | %s |\n", mix, pr, f(cpu(mix, pr), 1), human(rate(mix, pr)), f(allocs(mix, pr), 2),
@@ -524,5 +527,6 @@ func (rp *report) instructions() {
 	}
 	w("| `nontool`: loop_detect beyond the pass-through floor | %s a span |\n", f(span("nontool", "loop_detect", "floor"), 0))
 	w("| `nontool-tracked`: the usage floor beyond the pass-through floor | %s a span |\n", f(span("nontool-tracked", "usage-floor", "floor"), 0))
-	w("| `nontool-tracked`: loop_detect beyond the usage floor | %s a span |\n\n", f(span("nontool-tracked", "loop_detect", "usage-floor"), 0))
+	w("| `nontool-tracked`: loop_detect beyond the usage floor | %s a span |\n", f(span("nontool-tracked", "loop_detect", "usage-floor"), 0))
+	w("| `nontool-tracked`: loop_detect beyond the session floor | %s a span |\n\n", f(span("nontool-tracked", "loop_detect", "session-floor"), 0))
 }
