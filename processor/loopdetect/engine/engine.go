@@ -135,7 +135,7 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	rec.tool = sh.names.id(truncate(c.Tool, maxToolName), nowNs)
-	s, hist := sh.get(e, key, h, nowNs)
+	s, hist, tokens := sh.get(e, key, h, nowNs)
 	outcome := s.dedup(hist, &rec)
 	if s.firstSeen == 0 {
 		s.firstSeen = nowNs
@@ -167,7 +167,7 @@ func (e *Engine) Observe(c *ToolCall, now time.Time, out []Transition) []Transit
 			s.extra.streak.observe(r, c, 0, s.total)
 		}
 	}
-	s.markTokens()
+	s.markTokens(tokens)
 	if s.firstStart == 0 || rec.start < s.firstStart {
 		s.firstStart = rec.start
 	}
@@ -317,19 +317,21 @@ func (e *Engine) shardOf(key string) uint64 {
 
 // get is key's session (h is its hash), created when new, and marked seen
 // at now, with its history (hist, addressed from its position: see
-// sessionTable.history). Being seen writes one time into the session,
-// whose line the look-up has just read: there is no recency list to
-// reorder.
-func (sh *shard) get(e *Engine, key string, h uint64, now int64) (s *session, hist []record) {
+// sessionTable.history) and its token count. Being seen writes one time
+// into the session, whose line the look-up has just read: there is no
+// recency list to reorder. The token count, like the history, is found
+// from the position, so its line is fetched with the session's.
+func (sh *shard) get(e *Engine, key string, h uint64, now int64) (s *session, hist []record, tokens int64) {
 	t := &sh.tab
 	s, p := t.find(key, h)
 	if s == nil {
 		e.admit(sh, now)
 		s, p = t.add(key, h, now)
 	}
+	tokens = t.usageAt(p).tokens
 	s.lastSeen = now
 	t.oldestSeen = min(t.oldestSeen, now) // lower only when the caller's clock went back
-	return s, t.history(p, s)
+	return s, t.history(p, s), tokens
 }
 
 // admit takes a slot for a new session of sh (whose lock the caller

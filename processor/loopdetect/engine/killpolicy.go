@@ -53,7 +53,7 @@ func (c KillPolicy) check() error {
 // burned Kill.MaxLoopTokens tokens.
 // The A-B-A-B loop of the 1,972-call incident's alternating variant is
 // stuck at its 4th call and killed at its 5th this way.
-func (e *Engine) decideKill(s *session, v *verdict, loop *loopState, kept bool) bool {
+func (e *Engine) decideKill(sh *shard, s *session, v *verdict, loop *loopState, kept bool) bool {
 	kp := &e.cfg.Kill
 	if loop == nil || kept || !kp.Enabled || loop.killed || (v.lowConf && !kp.AllowLowConfidence) {
 		return false
@@ -64,7 +64,7 @@ func (e *Engine) decideKill(s *session, v *verdict, loop *loopState, kept bool) 
 	if v.loopStart < 0 {
 		loopCalls = s.total - loop.startIndex + 1
 	}
-	if e.killReasons[v.reason] || (kp.AfterLoopCalls > 0 && loopCalls >= int64(kp.AfterLoopCalls)) || e.loopTokensKill(s, loop) {
+	if e.killReasons[v.reason] || (kp.AfterLoopCalls > 0 && loopCalls >= int64(kp.AfterLoopCalls)) || e.loopTokensKill(sh, s, loop) {
 		loop.killed = true
 		return true
 	}

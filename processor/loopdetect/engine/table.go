@@ -82,9 +82,23 @@ const (
 	sweepOtherLen = 16
 )
 
-// sessionChunk holds chunkLen sessions.
+// sessionChunk holds chunkLen sessions, and apart from them their token
+// counts.
 type sessionChunk struct {
-	hot [chunkLen]session
+	hot   [chunkLen]session
+	usage [chunkLen]sessionUsage
+}
+
+// sessionUsage is a session's model token count and its key's keyed hash,
+// kept apart from the session: a model span's trace is asked for once per
+// batch whether its session is tracked (Tracks) and given its tokens
+// (AddTokens), and at scale the session's line, not in cache, was most of
+// that cost. Sixteen bytes a session, four to a line, usually are.
+type sessionUsage struct {
+	// hash is the key's keyed hash (hashKey): with the index slot's tag it
+	// finds the session by its 64 bits alone (usageOf).
+	hash   uint64
+	tokens int64
 }
 
 func (t *sessionTable) init(historySize int) {
@@ -97,6 +111,32 @@ func (t *sessionTable) init(historySize int) {
 // at is the session at slab position p.
 func (t *sessionTable) at(p uint32) *session {
 	return &t.chunks[p>>chunkBits].hot[p&chunkMask]
+}
+
+// usageAt is the token count of the session at slab position p.
+func (t *sessionTable) usageAt(p uint32) *sessionUsage {
+	return &t.chunks[p>>chunkBits].usage[p&chunkMask]
+}
+
+// usageOf is the token count of the session whose key's keyed hash is h,
+// found by h without reading the session (nor its key), or nil.
+func (t *sessionTable) usageOf(h uint64) *sessionUsage {
+	if len(t.index) == 0 {
+		return nil
+	}
+	mask := uint32(len(t.index) - 1)
+	tag := uint32(h >> 32)
+	for i := tag & mask; ; i = (i + 1) & mask {
+		sl := t.index[i]
+		if sl.ref == 0 {
+			return nil
+		}
+		if sl.tag == tag {
+			if u := t.usageAt(sl.ref - 1); u.hash == h {
+				return u
+			}
+		}
+	}
 }
 
 // find is the session with key (whose keyed hash is h) and its slab
@@ -156,6 +196,7 @@ func (t *sessionTable) add(key string, h uint64, now int64) (*session, uint32) {
 	s.pos = p
 	s.lastSeen = now
 	s.setKey(key)
+	*t.usageAt(p) = sessionUsage{hash: h}
 	if t.histCap > 0 {
 		off := int(p&chunkMask) * t.histCap
 		s.hist = t.recs[p>>chunkBits][off : off : off+t.histCap]
@@ -249,6 +290,7 @@ func (t *sessionTable) remove(p uint32, h uint64) {
 	s := t.at(p)
 	t.senders.drop(s.desc.sender)
 	*s = session{}
+	*t.usageAt(p) = sessionUsage{}
 	t.free = append(t.free, p)
 }
 
@@ -381,6 +423,8 @@ func (t *sessionTable) move(from, to uint32, hash func(*session) uint64) {
 	*dst = *src
 	*src = session{}
 	dst.pos = to
+	u := t.usageAt(from)
+	*t.usageAt(to), *u = *u, sessionUsage{}
 	if t.histCap > 0 {
 		n := len(dst.hist)
 		off := int(to&chunkMask) * t.histCap

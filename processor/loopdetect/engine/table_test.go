@@ -746,3 +746,67 @@ func TestSenderCountsCostPerSender(t *testing.T) {
 		t.Fatalf("%.1f bytes per sender, want at most 96", per)
 	}
 }
+
+// tokensOf is the token count the table keeps for key, found as AddTokens
+// finds it, and whether it keeps one.
+func tokensOf(e *Engine, key string) (int64, bool) {
+	sh, h := e.shardFor(tokenKey(key))
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if u := sh.tab.usageOf(h); u != nil {
+		return u.tokens, true
+	}
+	return 0, false
+}
+
+// TestTokenCountsFollowTheirSessions: a session's token count, kept apart
+// from it, moves with it when Tick compacts its table, goes with it when
+// it expires, and a session made again starts from none.
+func TestTokenCountsFollowTheirSessions(t *testing.T) {
+	e := mustEngine(t, func(c *Config) { c.IdleTimeout = time.Minute })
+	f := &tableFeed{e: e, builders: map[string]*callBuilder{}}
+	const flood = 5000
+	survivor := func(i int) bool { return i%250 == 0 }
+	key := func(i int) string { return fmt.Sprintf("s-%d", i) }
+	for i := range flood {
+		f.call(key(i), time.Duration(i)*time.Millisecond)
+		e.AddTokens(key(i), int64(i+1), t0, nil)
+	}
+	for i := range flood {
+		if survivor(i) {
+			f.call(key(i), 2*time.Minute)
+			e.AddTokens(key(i), 1000, t0, nil)
+		}
+	}
+	moved := 0
+	before := map[string]uint32{}
+	for i := range flood {
+		if survivor(i) {
+			sh, _ := e.shardFor(key(i))
+			s, _ := sh.tab.find(key(i), e.hashKey(key(i)))
+			before[key(i)] = s.pos
+		}
+	}
+	e.Tick(t0.Add(2*time.Minute+30*time.Second), nil)
+	for i := range flood {
+		got, ok := tokensOf(e, key(i))
+		switch {
+		case !survivor(i) && ok:
+			t.Fatalf("%s expired and still has a count (%d)", key(i), got)
+		case survivor(i) && got != int64(i+1)+1000:
+			t.Fatalf("%s has %d tokens after the compaction, want %d", key(i), got, i+1+1000)
+		case survivor(i):
+			sh, _ := e.shardFor(key(i))
+			if s, _ := sh.tab.find(key(i), e.hashKey(key(i))); s.pos != before[key(i)] {
+				moved++
+			}
+		}
+	}
+	if moved == 0 {
+		t.Fatal("the compaction moved no survivor: the test shows nothing")
+	}
+	f.call(key(1), 3*time.Minute)
+	if got, ok := tokensOf(e, key(1)); !ok || got != 0 {
+		t.Fatalf("a session made again after it expired has %d tokens (kept: %v), want none", got, ok)
+	}
+}

@@ -33,7 +33,7 @@ func (e *Engine) evaluate(sh *shard, s *session, now int64, trig Trigger, span [
 			loop.backstop = true
 		}
 	}
-	kill := e.decideKill(s, v, loop, kept)
+	kill := e.decideKill(sh, s, v, loop, kept)
 	if v.state == from && !kill {
 		if v.state != StateStuck {
 			s.reason = v.reason
@@ -79,7 +79,7 @@ func (e *Engine) evaluate(sh *shard, s *session, now int64, trig Trigger, span [
 		fillLoopDelay(s, n, loop, v, now, trig, &t)
 	}
 	t.Explanation = explain(w, *v, from, trig, now)
-	s.fillTokens(loop, &t)
+	s.fillTokens(loop, sh.tokens(s), &t)
 	return append(out, t)
 }
 
