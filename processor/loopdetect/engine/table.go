@@ -90,10 +90,11 @@ type sessionChunk struct {
 }
 
 // sessionUsage is a session's model token count and its key's keyed hash,
-// kept apart from the session: a model span's trace is asked for once per
+// kept apart from the session: a model span's trace is asked once per
 // batch whether its session is tracked (Tracks) and given its tokens
-// (AddTokens), and at scale the session's line, not in cache, was most of
-// that cost. Sixteen bytes a session, four to a line, usually are.
+// (AddTokens), and at scale reading the session's line, no longer in
+// cache, was most of that cost. At sixteen bytes a session, four to a
+// line, these lines usually still are.
 type sessionUsage struct {
 	// hash is the key's keyed hash (hashKey): with the index slot's tag it
 	// finds the session by its 64 bits alone (usageOf).
