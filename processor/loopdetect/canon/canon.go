@@ -25,20 +25,8 @@ import (
 	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/hash64"
 )
 
-// Hash type tags keep values of different JSON types apart ("1" vs 1).
-const (
-	tagString  = 0x9e3779b97f4a7c15
-	tagNumber  = 0xc2b2ae3d27d4eb4f
-	tagObject  = 0x165667b19e3779f9
-	tagArray   = 0x27d4eb2f165667c5
-	tagTrue    = 0x85ebca77c2b2ae63
-	tagFalse   = 0xff51afd7ed558ccd
-	tagNull    = 0xc4ceb9fe1a85ec53
-	tagOpaque  = 0x94d049bb133111eb
-	tagMember  = 0xbf58476d1ce4e5b9
-	maxDepth   = 64
-	primeArray = 0x100000001b3
-)
+// maxDepth bounds the nesting of containers the scanner reads.
+const maxDepth = 64
 
 var errSyntax = errors.New("malformed JSON")
 
@@ -65,7 +53,7 @@ func canonicalize(doc string, deny *keySet, term *terminalMatcher, unwrap bool, 
 		t = strings.TrimSpace(t)
 	}
 	if t == "" {
-		return canonResult{digest: hash64.Mix(tagOpaque)}
+		return canonResult{digest: hash64.Mix(hash64.TagOpaque)}
 	}
 	// Set field by field: the composite literal was built in a second
 	// frame slot and copied, buf and all, which cost a small document
@@ -82,10 +70,10 @@ func canonicalize(doc string, deny *keySet, term *terminalMatcher, unwrap bool, 
 			}
 			return canonResult{digest: hashString(inner)}
 		}
-		return canonResult{digest: hash64.Mix(xxhash.Sum64String(t) ^ tagOpaque), opaque: true}
+		return canonResult{digest: hash64.Mix(xxhash.Sum64String(t) ^ hash64.TagOpaque), opaque: true}
 	}
 	if t[0] != '{' && t[0] != '[' {
-		return canonResult{digest: hash64.Mix(xxhash.Sum64String(t) ^ tagOpaque), opaque: true}
+		return canonResult{digest: hash64.Mix(xxhash.Sum64String(t) ^ hash64.TagOpaque), opaque: true}
 	}
 	var wrap *wrapperInfo
 	var wi wrapperInfo
@@ -94,7 +82,7 @@ func canonicalize(doc string, deny *keySet, term *terminalMatcher, unwrap bool, 
 	}
 	v, err := h.container(0, wrap)
 	if end, _ := skipSpace(h.s, h.pos); err != nil || end != len(h.s) {
-		return canonResult{digest: hash64.Mix(xxhash.Sum64String(t) ^ tagOpaque), opaque: true, member: h.member, found: h.found}
+		return canonResult{digest: hash64.Mix(xxhash.Sum64String(t) ^ hash64.TagOpaque), opaque: true, member: h.member, found: h.found}
 	}
 	if wrap != nil {
 		if u, ok := wi.unwrapped(); ok {
@@ -194,7 +182,7 @@ func (w *wrapperInfo) unwrapped() (uint64, bool) {
 // over n members.
 func closeHash(obj bool, acc, n uint64) uint64 {
 	if obj {
-		return hash64.Mix(acc ^ tagObject ^ (n * primeArray))
+		return hash64.Mix(acc ^ hash64.TagObject ^ (n * hash64.PrimeArray))
 	}
 	return hash64.Mix(acc ^ n)
 }
@@ -203,5 +191,5 @@ func hashString(s string) uint64 {
 	if n := len(s); n > 0 && (s[0] <= ' ' || s[n-1] <= ' ') {
 		s = strings.TrimSpace(s)
 	}
-	return hash64.String(s) ^ tagString
+	return hash64.String(s) ^ hash64.TagString
 }

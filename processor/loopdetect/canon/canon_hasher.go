@@ -83,7 +83,7 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 	pos := h.pos
 	obj := s[pos] == '{'
 	closer := byte(']')
-	acc := uint64(tagArray) // an array's running hash, an object's member sum
+	acc := uint64(hash64.TagArray) // an array's running hash, an object's member sum
 	if obj {
 		closer, acc = '}', 0
 	}
@@ -201,7 +201,7 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 				if m := nonDigit(x) &^ 0x80; m != 0 {
 					if k := bits.TrailingZeros64(m) >> 3; !isNumber[s[pos+k]] {
 						a, b := wordWords(x&(1<<(8*k)-1), k)
-						vh, pos = hash64.Short(a, b, k)^tagNumber, pos+k
+						vh, pos = hash64.Short(a, b, k)^hash64.TagNumber, pos+k
 						break
 					}
 				}
@@ -215,20 +215,20 @@ func (h *canonHasher) container(depth int, wrap *wrapperInfo) (uint64, error) {
 			}
 			pos = h.pos
 		case c == 't' && strings.HasPrefix(s[pos:], "true"):
-			vh, pos = tagTrue, pos+4
+			vh, pos = hash64.TagTrue, pos+4
 		case c == 'f' && strings.HasPrefix(s[pos:], "false"):
-			vh, pos = tagFalse, pos+5
+			vh, pos = hash64.TagFalse, pos+5
 		case c == 'n' && strings.HasPrefix(s[pos:], "null"):
-			vh, pos, isNull = tagNull, pos+4, true
+			vh, pos, isNull = hash64.TagNull, pos+4, true
 		default:
 			return 0, errSyntax
 		}
 		if !obj {
-			acc = hash64.Mum(acc^primeArray, vh^tagArray)
+			acc = hash64.Mum(acc^hash64.PrimeArray, vh^hash64.TagArray)
 			n++
 		} else {
 			if mf&memberDenied == 0 && !isNull {
-				acc += hash64.Mum(keyHash^tagMember, vh^tagString)
+				acc += hash64.Mum(keyHash^hash64.TagMember, vh^hash64.TagString)
 				n++
 			}
 			if top {
@@ -377,7 +377,7 @@ func (h *canonHasher) stringValue(str string, statusKey bool, depth int) uint64 
 		}
 	}
 	if n := len(str); n > 16 && str[n-1] > ' ' && str[0] > ' ' {
-		return xxhash.Sum64String(str) ^ tagString // hashString, in line
+		return xxhash.Sum64String(str) ^ hash64.TagString // hashString, in line
 	}
 	return hashString(str)
 }
@@ -413,9 +413,9 @@ func hashNumber(s string, pos int) (uint64, int) {
 	}
 	if n := i - pos; n < 8 && pos+8 <= len(s) {
 		a, b := wordWords(load64(s, pos)&(1<<(8*n)-1), n)
-		return hash64.Short(a, b, n) ^ tagNumber, i
+		return hash64.Short(a, b, n) ^ hash64.TagNumber, i
 	}
-	return hash64.String(s[pos:i]) ^ tagNumber, i
+	return hash64.String(s[pos:i]) ^ hash64.TagNumber, i
 }
 
 // isNumber marks the bytes a number token runs over. The scanner is

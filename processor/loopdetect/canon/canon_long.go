@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/hash64"
 )
 
 // longValue hashes a string value that outgrows the hasher's buffer while
@@ -141,5 +143,5 @@ func (lv *longValue) sum(buf []byte) uint64 {
 		buf = bytes.TrimRightFunc(buf, unicode.IsSpace)
 	}
 	_, _ = lv.d.Write(buf) // never fails
-	return lv.d.Sum64() ^ tagString
+	return lv.d.Sum64() ^ hash64.TagString
 }

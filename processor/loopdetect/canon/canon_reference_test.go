@@ -15,6 +15,8 @@ import (
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/otelcol-loop/otelcol-loop/processor/loopdetect/internal/hash64"
 )
 
 // mix is the splitmix64 finalizer: cheap, and good enough to combine
@@ -333,11 +335,11 @@ func (h *refCanonHasher) value(depth int, wrap *refWrapperInfo) (uint64, bool, e
 		v, err := h.strValue(depth)
 		return v, false, err
 	case c == 't':
-		return h.literal("true", tagTrue)
+		return h.literal("true", hash64.TagTrue)
 	case c == 'f':
-		return h.literal("false", tagFalse)
+		return h.literal("false", hash64.TagFalse)
 	case c == 'n':
-		v, _, err := h.literal("null", tagNull)
+		v, _, err := h.literal("null", hash64.TagNull)
 		return v, true, err
 	case c == '-' || ('0' <= c && c <= '9'):
 		return h.number(), false, nil
@@ -354,7 +356,7 @@ func (h *refCanonHasher) number() uint64 {
 		i++
 	}
 	h.pos = i
-	return refStrHash(h.s[start:i]) ^ tagNumber
+	return refStrHash(h.s[start:i]) ^ hash64.TagNumber
 }
 
 // strValue hashes the string value at pos, canonicalized when it holds JSON.
@@ -395,7 +397,7 @@ func refHashString(s string) uint64 {
 	if n := len(s); n > 0 && (s[0] <= ' ' || s[n-1] <= ' ') {
 		s = strings.TrimSpace(s)
 	}
-	return refStrHash(s) ^ tagString
+	return refStrHash(s) ^ hash64.TagString
 }
 
 func (h *refCanonHasher) literal(lit string, tag uint64) (uint64, bool, error) {
@@ -570,7 +572,7 @@ func (h *refCanonHasher) object(depth int, wrap *refWrapperInfo) (uint64, bool, 
 		c := h.peek()
 		if c == '}' {
 			h.pos++
-			return refMix(sum ^ tagObject ^ (n * primeArray)), false, nil
+			return refMix(sum ^ hash64.TagObject ^ (n * hash64.PrimeArray)), false, nil
 		}
 		if c != '"' {
 			return 0, false, errRefSyntax
@@ -625,7 +627,7 @@ func (h *refCanonHasher) object(depth int, wrap *refWrapperInfo) (uint64, bool, 
 			wrap.note(wkey, vh)
 		}
 		if !denied && !isNull {
-			sum += refMum(keyHash^tagMember, vh^tagString)
+			sum += refMum(keyHash^hash64.TagMember, vh^hash64.TagString)
 			n++
 		}
 		switch h.peek() {
@@ -762,7 +764,7 @@ func (w *refWrapperInfo) unwrapped() (uint64, bool) {
 
 func (h *refCanonHasher) array(depth int) (uint64, bool, error) {
 	h.pos++ // [
-	acc := uint64(tagArray)
+	acc := uint64(hash64.TagArray)
 	var n uint64
 	for {
 		c := h.peek()
@@ -785,7 +787,7 @@ func (h *refCanonHasher) array(depth int) (uint64, bool, error) {
 		if err != nil {
 			return 0, false, err
 		}
-		acc = refMum(acc^primeArray, vh^tagArray)
+		acc = refMum(acc^hash64.PrimeArray, vh^hash64.TagArray)
 		n++
 		switch h.peek() {
 		case ',':
@@ -809,7 +811,7 @@ type refCanonResult struct {
 func refCanonicalize(doc string, deny *refKeySet, term *refTerminalMatcher, unwrap bool) refCanonResult {
 	t := strings.TrimSpace(doc)
 	if t == "" {
-		return refCanonResult{digest: refMix(tagOpaque)}
+		return refCanonResult{digest: refMix(hash64.TagOpaque)}
 	}
 	h := refCanonHasher{s: t, deny: deny, terminal: term}
 	if t[0] == '"' {
@@ -823,10 +825,10 @@ func refCanonicalize(doc string, deny *refKeySet, term *refTerminalMatcher, unwr
 			}
 			return refCanonResult{digest: refHashString(inner)}
 		}
-		return refCanonResult{digest: refMix(xxhash.Sum64String(t) ^ tagOpaque), opaque: true}
+		return refCanonResult{digest: refMix(xxhash.Sum64String(t) ^ hash64.TagOpaque), opaque: true}
 	}
 	if t[0] != '{' && t[0] != '[' {
-		return refCanonResult{digest: refMix(xxhash.Sum64String(t) ^ tagOpaque), opaque: true}
+		return refCanonResult{digest: refMix(xxhash.Sum64String(t) ^ hash64.TagOpaque), opaque: true}
 	}
 	var wrap *refWrapperInfo
 	var wi refWrapperInfo
@@ -836,7 +838,7 @@ func refCanonicalize(doc string, deny *refKeySet, term *refTerminalMatcher, unwr
 	v, _, err := h.value(0, wrap)
 	h.skipWS()
 	if err != nil || h.pos != len(h.s) {
-		return refCanonResult{digest: refMix(xxhash.Sum64String(t) ^ tagOpaque), opaque: true}
+		return refCanonResult{digest: refMix(xxhash.Sum64String(t) ^ hash64.TagOpaque), opaque: true}
 	}
 	if wrap != nil {
 		if u, ok := wi.unwrapped(); ok {

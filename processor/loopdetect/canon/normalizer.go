@@ -196,7 +196,7 @@ func (n *Normalizer) Signature(tool, args string, present bool) (uint64, ArgsQua
 		return hash64.Mix(th ^ nameOnlySeed), ArgsAbsent
 	}
 	if len(args) > n.maxBytes {
-		return hash64.Mix(th^sigSeed) ^ hash64.Mix(xxhash.Sum64String(args)^tagOpaque), ArgsOversized
+		return hash64.Mix(th^sigSeed) ^ hash64.Mix(xxhash.Sum64String(args)^hash64.TagOpaque), ArgsOversized
 	}
 	deny, _ := n.sets(tool)
 	r := canonicalize(args, deny, nil, true, "")
@@ -243,7 +243,7 @@ type ResultFingerprint struct {
 // and wrappers (a serialized LangChain ToolMessage) unwrapped.
 func (n *Normalizer) Result(tool, result string) ResultFingerprint {
 	if len(result) > n.maxBytes {
-		return ResultFingerprint{Digest: hash64.Mix(xxhash.Sum64String(result) ^ tagOpaque), Opaque: true}
+		return ResultFingerprint{Digest: hash64.Mix(xxhash.Sum64String(result) ^ hash64.TagOpaque), Opaque: true}
 	}
 	_, deny := n.sets(tool)
 	r := canonicalize(result, deny, n.terminal, false, "kwargs")

@@ -11,11 +11,11 @@ import (
 // render): the digest and quality Signature gives arguments over its size
 // cap, over the bounded text.
 func (n *Normalizer) OversizedSignature(tool, args string) uint64 {
-	return hash64.Mix(xxhash.Sum64String(tool)^sigSeed) ^ hash64.Mix(xxhash.Sum64String(args)^tagOpaque)
+	return hash64.Mix(xxhash.Sum64String(tool)^sigSeed) ^ hash64.Mix(xxhash.Sum64String(args)^hash64.TagOpaque)
 }
 
 // OversizedResult is Result for a result cut at a bound: an opaque digest
 // of the bounded text.
 func (n *Normalizer) OversizedResult(result string) ResultFingerprint {
-	return ResultFingerprint{Digest: hash64.Mix(xxhash.Sum64String(result) ^ tagOpaque), Opaque: true}
+	return ResultFingerprint{Digest: hash64.Mix(xxhash.Sum64String(result) ^ hash64.TagOpaque), Opaque: true}
 }

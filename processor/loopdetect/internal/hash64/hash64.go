@@ -12,6 +12,24 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
+// The canonical digest's type tags, which keep values of different JSON
+// types apart ("1" vs 1), and the constants it folds members and arrays
+// with. They are here rather than in the canonicalizer so that a second
+// scanner of the same digest (internal/twostage, a measurement) folds
+// with these very values.
+const (
+	TagString  = 0x9e3779b97f4a7c15
+	TagNumber  = 0xc2b2ae3d27d4eb4f
+	TagObject  = 0x165667b19e3779f9
+	TagArray   = 0x27d4eb2f165667c5
+	TagTrue    = 0x85ebca77c2b2ae63
+	TagFalse   = 0xff51afd7ed558ccd
+	TagNull    = 0xc4ceb9fe1a85ec53
+	TagOpaque  = 0x94d049bb133111eb
+	TagMember  = 0xbf58476d1ce4e5b9
+	PrimeArray = 0x100000001b3
+)
+
 // Mix is the splitmix64 finalizer: cheap, and good enough to combine
 // member hashes for in-memory keys.
 func Mix(x uint64) uint64 {
