@@ -234,13 +234,15 @@ bench-audit:
 	$(GO) build -o $(BIN)/loopreplay ./cmd/loopreplay
 	$(GO) run ./internal/benchdata/audit -loopreplay $(BIN)/loopreplay -testdata cmd/loopreplay/testdata -out BENCHMARKS-audit.md
 
-# Stage one of a two-stage JSON scanner (internal/benchdata/stageone), in
-# portable Go and, with GOEXPERIMENT=simd on amd64, in AVX2, beside the
-# canonicalizer on the same documents: the evidence behind docs/design.md's
-# "The canonicalizer's speed". Not part of make bench.
-.PHONY: bench-stageone
-bench-stageone:
-	@mkdir -p $(BENCH_DIR)
-	set -o pipefail; ( $(GO) test -run '^$$' -bench '^BenchmarkStageOne$$' -cpu 1 -count $(BENCH_COUNT) ./internal/benchdata/stageone/ && \
-		GOEXPERIMENT=simd $(GO) test -run '^$$' -bench '^BenchmarkStageOne$$/^form=simd$$' -cpu 1 -count $(BENCH_COUNT) ./internal/benchdata/stageone/ && \
-		$(GO) test -run '^$$' -bench '^BenchmarkCanonicalBytes$$/^size=2KiB$$' -cpu 1 -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) ./processor/loopdetect/canon/ ) | tee $(BENCH_DIR)/stageone.txt
+# A two-stage canonical scanner (processor/loopdetect/internal/twostage):
+# stage one in SWAR and in AVX2 (Go assembly), stage two's walk, beside the
+# one-pass canonicalizer on the same documents, in interleaved rounds: the
+# evidence behind docs/design.md's "The canonicalizer's speed". Not part of
+# make bench.
+.PHONY: bench-twostage
+bench-twostage:
+	@mkdir -p $(BENCH_DIR) $(BIN)
+	$(GO) test -c -o $(BIN)/twostage.test ./processor/loopdetect/internal/twostage
+	set -o pipefail; for r in $$(seq $(BENCH_COUNT)); do \
+		$(BIN)/twostage.test -test.run '^$$' -test.bench '^BenchmarkTwoStage$$' -test.cpu 1 -test.benchtime $(BENCH_TIME) || exit 1; \
+	done | tee $(BENCH_DIR)/twostage.txt
