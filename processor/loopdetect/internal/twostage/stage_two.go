@@ -23,7 +23,11 @@ type Scanner struct {
 	ix     index
 	raw    []rawMasks
 	vector bool
-	// filter stands for the key classification: one probe per key.
+	// filter stands for the key classification: one probe a key, a bit
+	// test on its hash, whose answer (with a test of the hash's top half
+	// for zero) is as good as never yes, so that the digest stays the one
+	// without key sets while each key pays what a key set's first test
+	// would.
 	filter uint64
 	buf    [256]byte
 }
