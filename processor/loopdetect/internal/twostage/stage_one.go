@@ -1,14 +1,16 @@
 // Package twostage is a measurement, not part of the product: how fast a
 // two-stage scanner (simdjson's design) computes the canonical digest on
 // this machine, against the one-pass scanner in package canon. Stage one
-// marks, per 64-byte block, the quotes, escapes, structural bytes and
-// spaces (AVX2 in Go assembly chosen at run time, or SWAR in portable Go);
-// stage two walks the set bits and hashes the tokens with the digest's
-// arithmetic. Stage two does the least any scanner of this digest must do
-// per token: no key sets (one filter probe stands for them), no wrappers,
-// no JSON embedded in strings, no long-value streaming, and it trusts its
-// input to be valid JSON. Its time is therefore a lower bound for a full
-// two-stage canonicalizer (docs/design.md, "The canonicalizer's speed").
+// marks, per 64-byte block, the quotes, backslashes, structural bytes and
+// spaces, and from them the escaped bytes and the strings (AVX2 in Go
+// assembly chosen at run time, or SWAR in portable Go); stage two walks
+// the set bits and hashes the tokens with the digest's arithmetic. Stage
+// two does the least any scanner of this digest must do per token: no key
+// sets (one filter probe stands for them), no wrappers, no JSON embedded
+// in strings, no long-value streaming, and it trusts its input to be JSON
+// (malformed input gives an error or a wrong digest, not a panic). Its
+// time is therefore a lower bound for a full two-stage canonicalizer
+// (docs/design.md, "The canonicalizer's speed").
 package twostage
 
 import (

@@ -48,12 +48,18 @@ func TestBlockFormsMarkWhatTheReferenceMarks(t *testing.T) {
 	}
 	for name, form := range forms {
 		for _, d := range docs {
-			out := make([]rawMasks, len(d)/64)
-			form(d, out)
-			for k := range out {
+			// One guard block after the blocks asked for: a form must
+			// write those and nothing past them.
+			n := len(d) / 64
+			out := make([]rawMasks, n+1)
+			form(d, out[:n])
+			for k := range out[:n] {
 				if want := blockScalar(d[64*k:]); out[k] != want {
 					t.Fatalf("%s on %q: %+v, want %+v", name, d[64*k:64*k+64], out[k], want)
 				}
+			}
+			if out[n] != (rawMasks{}) {
+				t.Fatalf("%s wrote past block %d: %+v", name, n, out[n])
 			}
 		}
 	}

@@ -1,6 +1,8 @@
 package twostage
 
 import (
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/otelcol-loop/otelcol-loop/internal/benchdata"
@@ -27,6 +29,7 @@ func TestWalkIsTheCanonicalDigestWithoutKeySets(t *testing.T) {
 		"[ 1 , \"a\" , {\"k\" :\tfalse } ,\n null ]",
 		`{"d":"x\ny","e":"\u00e9\ud83d\ude00\"\\\/"}`,
 		`{"k":"  padded  ","\u006b2":"v"}`,
+		`[{},"x"]`, `[[{}],"x"]`, `{"a":[{}, "b"],"c":{"d":{}},"e":"f"}`,
 		`{"long":"abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789\n"}`,
 		benchdata.FileRead(1, 1000),
 	}
@@ -48,6 +51,45 @@ func TestWalkIsTheCanonicalDigestWithoutKeySets(t *testing.T) {
 			if want := norm.Result("grep", d).Digest; got != want {
 				t.Errorf("vector=%v doc %d (%d bytes): %x, canonical %x", vector, i, len(d), got, want)
 			}
+		}
+	}
+}
+
+// jsonBytes are the bytes malformed documents are mostly drawn from.
+const jsonBytes = `{}[]:,"\ 1tn`
+
+// Malformed input gives an error or some digest, never a panic: random
+// bytes drawn mostly from JSON's own, and truncations of a document.
+func TestWalkDoesNotPanicOnMalformedInput(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	docs := []string{`"abc"`, `,`, `:`, `}`, `]`, `{"a"`, `{"a":`, `[1,`, `{"a":1,}`, `["\u12"]`, `["\ud83d"]`, `[` + strings.Repeat(`[`, 100)}
+	full := benchdata.SearchResult(3, 2048)
+	for n := 1; n < len(full); n += 7 {
+		docs = append(docs, full[:n])
+	}
+	for range 3000 {
+		b := randomDoc(rng, 1+rng.IntN(200))
+		for i := range b {
+			if rng.IntN(2) == 0 {
+				b[i] = jsonBytes[rng.IntN(len(jsonBytes))]
+			}
+		}
+		docs = append(docs, string(b))
+	}
+	for _, vector := range []bool{false, true} {
+		if vector && !hasAVX2 {
+			continue
+		}
+		sc := New(vector)
+		for _, d := range docs {
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("vector=%v, %q: panic %v", vector, d, r)
+					}
+				}()
+				_, _ = sc.Digest(d)
+			}()
 		}
 	}
 }
